@@ -1,0 +1,18 @@
+use domain::DomainError;
+use thiserror::Error;
+
+use crate::ports::StoreError;
+
+/// Why a handler refused or failed. The fronts map each to one TL error.
+#[derive(Debug, Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    /// Too many sends: retry after this many seconds.
+    #[error("too many requests, retry in {0} s")]
+    FloodWait(u32),
+    #[error("the authorization is unknown or revoked")]
+    Unauthorized,
+    #[error("storage failed: {0}")]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,185 @@
+//! The ports the handlers are written against. `infrastructure` implements them over Postgres and Redis.
+
+use async_trait::async_trait;
+use domain::events::UserEvent;
+use domain::history_window::HistoryWindow;
+use domain::message::OwnerMessage;
+use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
+use thiserror::Error;
+
+use crate::caller::Caller;
+
+/// A storage failure: never the client's fault.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Database(String),
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    #[error("the log of user {0} is full (pts or box id would overflow int4)")]
+    Exhausted(UserId),
+    #[error("bug: {0}")]
+    Bug(String),
+}
+
+/// The device a change came from, recorded on each event so pushes can skip it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Origin {
+    pub auth_key_id: AuthKeyId,
+    pub session_id: SessionId,
+}
+
+impl From<&Caller> for Origin {
+    fn from(c: &Caller) -> Self {
+        Self { auth_key_id: c.auth_key_id, session_id: c.session_id }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserRecord {
+    pub id: UserId,
+    pub phone: String,
+    pub first_name: String,
+    pub last_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DialogRecord {
+    pub peer_id: UserId,
+    pub folder_id: i16,
+    pub top_message: i32,
+    pub top_message_date: i32,
+    pub read_inbox_max_id: i32,
+    pub read_outbox_max_id: i32,
+    pub unread_count: i32,
+    pub unread_mark: bool,
+}
+
+/// Where a dialog page starts: strictly after this (date, message, peer) in list order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DialogCursor {
+    pub top_message_date: i32,
+    pub top_message: i32,
+    pub peer_id: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockRecord {
+    pub peer_id: UserId,
+    pub date: i32,
+}
+
+/// An event as read back from the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub user_id: UserId,
+    pub pts: Pts,
+    pub pts_count: i32,
+    pub event: UserEvent,
+    pub origin: Origin,
+    /// Unix seconds.
+    pub date: i32,
+}
+
+/// Reads, outside any write transaction.
+#[async_trait]
+pub trait Store: Send + Sync {
+    async fn begin(&self) -> Result<Box<dyn WriteTx>, StoreError>;
+
+    async fn users(&self, ids: &[UserId]) -> Result<Vec<UserRecord>, StoreError>;
+    async fn user_by_phone(&self, phone: &str) -> Result<Option<UserRecord>, StoreError>;
+
+    /// The newest `limit` dialogs of a folder after `cursor`, in list order.
+    async fn dialogs_page(
+        &self,
+        owner: UserId,
+        folder_id: i16,
+        cursor: Option<DialogCursor>,
+        limit: i32,
+    ) -> Result<Vec<DialogRecord>, StoreError>;
+    async fn dialogs_count(&self, owner: UserId, folder_id: i16) -> Result<i64, StoreError>;
+    /// (peer, top_message) of every dialog in the folder, for the `hash`.
+    async fn dialogs_hash_input(&self, owner: UserId, folder_id: i16) -> Result<Vec<(i64, i32, i32)>, StoreError>;
+    async fn dialogs_of_peers(&self, owner: UserId, peers: &[UserId]) -> Result<Vec<DialogRecord>, StoreError>;
+
+    /// Visible messages of one private chat in the window, newest first.
+    async fn history(&self, owner: UserId, peer: UserId, window: &HistoryWindow) -> Result<Vec<OwnerMessage>, StoreError>;
+    async fn history_count(&self, owner: UserId, peer: UserId) -> Result<i64, StoreError>;
+    /// Visible messages by the owner's box ids.
+    async fn messages(&self, owner: UserId, ids: &[BoxId]) -> Result<Vec<OwnerMessage>, StoreError>;
+    /// Visible messages whose text contains `query`, in one chat or all, in the window, newest first.
+    async fn search(
+        &self,
+        owner: UserId,
+        peer: Option<UserId>,
+        query: &str,
+        window: &HistoryWindow,
+    ) -> Result<(Vec<OwnerMessage>, i64), StoreError>;
+
+    /// The owner's committed pts (every event up to it is readable).
+    async fn pts(&self, owner: UserId) -> Result<Pts, StoreError>;
+    /// Total unread incoming messages over all dialogs.
+    async fn unread_total(&self, owner: UserId) -> Result<i64, StoreError>;
+    /// Events with pts greater than `after`, in pts order, at most `limit`.
+    async fn events_after(&self, owner: UserId, after: Pts, limit: i64) -> Result<Vec<StoredEvent>, StoreError>;
+    /// When `peer` first read the owner's outgoing message `msg_id`.
+    async fn outbox_read_date(&self, owner: UserId, peer: UserId, msg_id: BoxId) -> Result<Option<i32>, StoreError>;
+
+    async fn blocked(&self, owner: UserId, offset: i32, limit: i32) -> Result<(Vec<BlockRecord>, i64), StoreError>;
+}
+
+/// One write transaction. A command first locks every account it will touch, then reads under those
+/// locks, then appends events (which also runs the projectors inline), then commits.
+#[async_trait]
+pub trait WriteTx: Send {
+    /// Locks the sequence rows of these accounts (in ascending id order, whatever the order given).
+    /// Answers the ids that exist; only locked accounts may be appended to. Call once, first.
+    async fn lock_users(&mut self, users: &[UserId]) -> Result<Vec<UserId>, StoreError>;
+
+    /// The owner's box that was created with this random_id, and the pts of its event.
+    async fn find_by_random_id(&mut self, owner: UserId, random_id: i64) -> Result<Option<(OwnerMessage, Pts)>, StoreError>;
+    /// Visible boxes of the owner by id, in the order of `ids` (missing ones left out).
+    async fn messages(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<OwnerMessage>, StoreError>;
+    /// The owner's visible box of a shared message.
+    async fn message_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<OwnerMessage>, StoreError>;
+    /// Whether `owner` has blocked `peer`.
+    async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
+    async fn dialog(&mut self, owner: UserId, peer: UserId) -> Result<Option<DialogRecord>, StoreError>;
+    /// The newest visible box ids of a chat, below `max_id` (0 = no bound), newest first.
+    async fn newest_ids(&mut self, owner: UserId, peer: UserId, max_id: i32, limit: i64) -> Result<Vec<BoxId>, StoreError>;
+    /// Whether the chat has visible messages besides `except`.
+    async fn has_messages_besides(&mut self, owner: UserId, peer: UserId, except: &[BoxId]) -> Result<bool, StoreError>;
+    /// Incoming visible messages of a chat with box id above `max_id`.
+    async fn incoming_after(&mut self, owner: UserId, peer: UserId, max_id: i32) -> Result<i32, StoreError>;
+    /// The newest incoming visible message of a chat at or below `max_id`.
+    async fn newest_incoming_at_or_below(&mut self, owner: UserId, peer: UserId, max_id: i32) -> Result<Option<OwnerMessage>, StoreError>;
+    /// Boxes among `ids` whose contents are unread (media or reactions).
+    async fn content_unread(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<BoxId>, StoreError>;
+
+    /// A new shared message identity.
+    async fn next_message_id(&mut self) -> Result<MessageId, StoreError>;
+    /// The owner's next box id (the account must be locked).
+    fn next_box_id(&mut self, owner: UserId) -> Result<BoxId, StoreError>;
+    /// Appends one event to the owner's log (the account must be locked) and projects it.
+    async fn append(&mut self, owner: UserId, event: UserEvent, origin: Origin) -> Result<Pts, StoreError>;
+    /// The owner's pts as of now in this transaction.
+    fn current_pts(&self, owner: UserId) -> Result<Pts, StoreError>;
+
+    async fn commit(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// Accounts and devices.
+#[async_trait]
+pub trait Accounts: Send + Sync {
+    /// The account with this phone (created with these names if new) and a new device token for it.
+    async fn login(&self, phone: &str, first_name: &str, last_name: &str) -> Result<(UserRecord, String), StoreError>;
+    /// The caller a bearer token stands for.
+    async fn authenticate(&self, token: &str) -> Result<Option<Caller>, StoreError>;
+}
+
+/// The per-user send-rate limit, shared by every instance.
+#[async_trait]
+pub trait RateLimiter: Send + Sync {
+    /// Counts `sends` more sends for the user; `Err(seconds)` when the window is full.
+    async fn check_send(&self, user: UserId, sends: u32) -> Result<(), u32>;
+}

@@ -1,0 +1,86 @@
+use domain::message::OwnerMessage;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Peer, User};
+
+/// TL `message` (private text messages only).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_", rename = "message")]
+pub struct Message {
+    pub out: bool,
+    pub mentioned: bool,
+    pub media_unread: bool,
+    pub silent: bool,
+    pub noforwards: bool,
+    pub id: i32,
+    pub from_id: Peer,
+    pub peer_id: Peer,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fwd_from: Option<MessageFwdHeader>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<MessageReplyHeader>,
+    pub date: i32,
+    pub message: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub entities: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit_date: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_", rename = "messageFwdHeader")]
+pub struct MessageFwdHeader {
+    pub from_id: Peer,
+    pub date: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_", rename = "messageReplyHeader")]
+pub struct MessageReplyHeader {
+    pub quote: bool,
+    pub reply_to_msg_id: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quote_text: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quote_entities: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quote_offset: Option<i32>,
+}
+
+impl From<&OwnerMessage> for Message {
+    fn from(m: &OwnerMessage) -> Self {
+        Message {
+            out: m.out,
+            mentioned: false,
+            media_unread: m.media_unread,
+            silent: m.silent,
+            noforwards: m.noforwards,
+            id: m.id.get(),
+            from_id: Peer::user(m.from_id),
+            peer_id: Peer::user(m.peer_id),
+            fwd_from: m.fwd_from.as_ref().map(|f| MessageFwdHeader { from_id: Peer::user(f.from_id), date: f.date }),
+            reply_to: m.reply_to.as_ref().map(|r| MessageReplyHeader {
+                quote: r.quote_text.is_some(),
+                reply_to_msg_id: r.reply_to_msg_id.get(),
+                quote_text: r.quote_text.clone(),
+                quote_entities: r.quote_entities.clone(),
+                quote_offset: r.quote_offset,
+            }),
+            date: m.date,
+            message: m.text.clone(),
+            entities: m.entities.clone(),
+            edit_date: m.edit_date,
+        }
+    }
+}
+
+/// `messages.messages` or `messages.messagesSlice`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_")]
+pub enum Messages {
+    #[serde(rename = "messages.messages")]
+    All { messages: Vec<Message>, chats: Vec<Value>, users: Vec<User> },
+    #[serde(rename = "messages.messagesSlice")]
+    Slice { count: i64, messages: Vec<Message>, chats: Vec<Value>, users: Vec<User> },
+}

@@ -1,0 +1,20 @@
+//! TL-shaped objects: what handlers answer and what requests name. Serialized with serde, each object
+//! carries its TL constructor name in `"_"`, fields by their TL names (the JSON API's contract).
+
+mod dialog;
+mod difference;
+mod input;
+mod message;
+mod misc;
+mod peer;
+mod update;
+mod user;
+
+pub use dialog::{Dialog, Dialogs, PeerDialogs, PeerNotifySettings};
+pub use difference::{Difference, State};
+pub use input::{long, longs, opt_long, InputPeer, InputReplyTo, InputUser};
+pub use message::{Message, MessageFwdHeader, MessageReplyHeader, Messages};
+pub use misc::{AffectedHistory, AffectedMessages, Blocked, OutboxReadDate, PeerBlocked, ResolvedPeer};
+pub use peer::Peer;
+pub use update::{Update, Updates};
+pub use user::User;

@@ -1,0 +1,46 @@
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Message, Peer, User};
+
+/// TL `Update` constructors ptslog produces.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_")]
+pub enum Update {
+    #[serde(rename = "updateMessageID")]
+    MessageId { id: i32, random_id: i64 },
+    #[serde(rename = "updateNewMessage")]
+    NewMessage { message: Message, pts: i32, pts_count: i32 },
+    #[serde(rename = "updateEditMessage")]
+    EditMessage { message: Message, pts: i32, pts_count: i32 },
+    #[serde(rename = "updateDeleteMessages")]
+    DeleteMessages { messages: Vec<i32>, pts: i32, pts_count: i32 },
+    #[serde(rename = "updateReadHistoryInbox")]
+    ReadHistoryInbox { folder_id: i32, peer: Peer, max_id: i32, still_unread_count: i32, pts: i32, pts_count: i32 },
+    #[serde(rename = "updateReadHistoryOutbox")]
+    ReadHistoryOutbox { peer: Peer, max_id: i32, pts: i32, pts_count: i32 },
+    #[serde(rename = "updateReadMessagesContents")]
+    ReadMessagesContents { messages: Vec<i32>, pts: i32, pts_count: i32, date: i32 },
+    #[serde(rename = "updatePeerBlocked")]
+    PeerBlocked { peer_id: Peer, blocked: bool },
+}
+
+/// TL `Updates` constructors ptslog answers with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_")]
+pub enum Updates {
+    #[serde(rename = "updateShortSentMessage")]
+    ShortSentMessage {
+        out: bool,
+        id: i32,
+        pts: i32,
+        pts_count: i32,
+        date: i32,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        entities: Vec<Value>,
+    },
+    #[serde(rename = "updates")]
+    Updates { updates: Vec<Update>, users: Vec<User>, chats: Vec<Value>, date: i32, seq: i32 },
+    #[serde(rename = "updatesTooLong")]
+    TooLong,
+}

@@ -1,0 +1,39 @@
+use domain::access_hash::AccessHashKey;
+use domain::UserId;
+use serde::Serialize;
+
+use crate::ports::UserRecord;
+
+/// TL `user`, as one viewer sees it: the access hash is that viewer's, the phone only for oneself.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_", rename = "user")]
+pub struct User {
+    #[serde(rename = "self")]
+    pub is_self: bool,
+    pub contact: bool,
+    pub mutual_contact: bool,
+    pub deleted: bool,
+    pub id: i64,
+    pub access_hash: i64,
+    pub first_name: String,
+    pub last_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
+}
+
+impl User {
+    pub fn for_viewer(viewer: UserId, record: &UserRecord, keys: &AccessHashKey) -> Self {
+        let is_self = viewer == record.id;
+        Self {
+            is_self,
+            contact: false,
+            mutual_contact: false,
+            deleted: false,
+            id: record.id.get(),
+            access_hash: keys.for_pair(viewer, record.id),
+            first_name: record.first_name.clone(),
+            last_name: record.last_name.clone(),
+            phone: is_self.then(|| record.phone.trim_start_matches('+').to_string()),
+        }
+    }
+}
