@@ -11,6 +11,9 @@ pub enum AppError {
     /// Too many sends: retry after this many seconds.
     #[error("too many requests, retry in {0} s")]
     FloodWait(u32),
+    /// Refused by configuration (e.g. development sign-in is off); the TL error name is given.
+    #[error("forbidden: {0}")]
+    Forbidden(&'static str),
     #[error("the authorization is unknown or revoked")]
     Unauthorized,
     #[error("storage failed: {0}")]

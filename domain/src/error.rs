@@ -90,6 +90,8 @@ pub enum DomainError {
     PhoneNotOccupied,
     #[error("a user cannot block themselves")]
     ContactIdInvalid,
+    #[error("the pts is ahead of the account's state")]
+    PersistentTimestampInvalid,
     #[error("the dialog filter is unknown")]
     FilterIdInvalid,
 }

@@ -1,1 +1,13 @@
+//! Adapters of the application's ports: Postgres for the store, the write transactions and the
+//! accounts, Redis for the shared send-rate limit.
 
+pub mod error;
+pub mod postgres;
+pub mod redis_rate_limiter;
+
+pub use postgres::accounts::PgAccounts;
+pub use postgres::secrets::access_hash_key;
+pub use postgres::store::PgStore;
+pub use postgres::write_tx::PgWriteTx;
+pub use postgres::{connect, migrate};
+pub use redis_rate_limiter::RedisRateLimiter;

@@ -1,1 +1,94 @@
+//! Projectors: one per read model. Each takes one event of one owner's log (and its pts) and changes
+//! its read model accordingly; nothing else writes the read models. The same code runs inline, inside
+//! the command's transaction that appends the event, and when the read models are rebuilt from the log.
+//!
+//! Order matters: `dialogs` reads `message_boxes` (to recompute top message and unread count after a
+//! deletion), so `message_boxes` must have applied the same event first. [`Projection::ALL`] is
+//! that order.
 
+pub mod contact_blocks;
+pub mod dialogs;
+pub mod error;
+pub mod message_boxes;
+pub mod rebuild;
+pub mod verify;
+
+use domain::events::UserEvent;
+use domain::{Pts, UserId};
+use sqlx::PgConnection;
+
+pub use error::ProjectionError;
+pub use rebuild::{rebuild_all, RebuildReport};
+pub use verify::{verify, VerifyReport};
+
+/// The read models. Each names its table and the version of its projector's logic: bump the version
+/// when the projector changes what it writes, so a rebuild is known to be due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Projection {
+    MessageBoxes,
+    Dialogs,
+    ContactBlocks,
+}
+
+impl Projection {
+    /// Every projection, in dependency order (a projection may read only those before it).
+    pub const ALL: [Projection; 3] = [Projection::MessageBoxes, Projection::Dialogs, Projection::ContactBlocks];
+
+    /// The projection's name, which is also its table's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Projection::MessageBoxes => message_boxes::NAME,
+            Projection::Dialogs => dialogs::NAME,
+            Projection::ContactBlocks => contact_blocks::NAME,
+        }
+    }
+
+    pub fn version(self) -> i32 {
+        match self {
+            Projection::MessageBoxes => message_boxes::VERSION,
+            Projection::Dialogs => dialogs::VERSION,
+            Projection::ContactBlocks => contact_blocks::VERSION,
+        }
+    }
+
+    /// The primary key columns of the projection's table (used to compare live and replayed rows).
+    pub fn key_columns(self) -> [&'static str; 2] {
+        match self {
+            Projection::MessageBoxes => ["owner_user_id", "box_id"],
+            Projection::Dialogs => ["user_id", "peer_user_id"],
+            Projection::ContactBlocks => ["owner_user_id", "blocked_user_id"],
+        }
+    }
+
+    /// Applies one event to this projection only.
+    pub async fn apply(
+        self,
+        conn: &mut PgConnection,
+        owner: UserId,
+        pts: Pts,
+        event: &UserEvent,
+    ) -> Result<(), ProjectionError> {
+        match self {
+            Projection::MessageBoxes => message_boxes::apply(conn, owner, pts, event).await,
+            Projection::Dialogs => dialogs::apply(conn, owner, pts, event).await,
+            Projection::ContactBlocks => contact_blocks::apply(conn, owner, pts, event).await,
+        }
+    }
+}
+
+/// Applies one event of `owner`'s log, at `pts`, to every read model in dependency order.
+pub async fn apply(conn: &mut PgConnection, owner: UserId, pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
+    for projection in Projection::ALL {
+        projection.apply(conn, owner, pts, event).await?;
+    }
+    Ok(())
+}
+
+/// The projection tables as one comma-separated list, in dependency order (for LOCK and TRUNCATE).
+pub(crate) fn table_list() -> String {
+    Projection::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+}
+
+pub(crate) fn box_ids(ids: &[domain::BoxId]) -> Vec<i32> {
+    ids.iter().map(|id| id.get()).collect()
+}

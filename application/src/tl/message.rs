@@ -75,12 +75,36 @@ impl From<&OwnerMessage> for Message {
     }
 }
 
+/// TL `messageEmpty`: what `messages.getMessages` answers for an id the caller does not have.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_", rename = "messageEmpty")]
+pub struct MessageEmpty {
+    pub id: i32,
+}
+
+/// A `Message` in a list: a message or an empty slot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum MessageItem {
+    Message(Message),
+    Empty(MessageEmpty),
+}
+
 /// `messages.messages` or `messages.messagesSlice`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "_")]
 pub enum Messages {
     #[serde(rename = "messages.messages")]
-    All { messages: Vec<Message>, chats: Vec<Value>, users: Vec<User> },
+    All { messages: Vec<MessageItem>, chats: Vec<Value>, users: Vec<User> },
     #[serde(rename = "messages.messagesSlice")]
-    Slice { count: i64, messages: Vec<Message>, chats: Vec<Value>, users: Vec<User> },
+    Slice { count: i64, messages: Vec<MessageItem>, chats: Vec<Value>, users: Vec<User> },
+}
+
+/// Users a message mentions: its sender, its chat and the author of what it forwards.
+pub fn users_of_message(m: &OwnerMessage) -> Vec<domain::UserId> {
+    let mut ids = vec![m.from_id, m.peer_id];
+    if let Some(f) = &m.fwd_from {
+        ids.push(f.from_id);
+    }
+    ids
 }

@@ -3,6 +3,7 @@
 
 mod dialog;
 mod difference;
+mod from_event;
 mod input;
 mod message;
 mod misc;
@@ -13,7 +14,8 @@ mod user;
 pub use dialog::{Dialog, Dialogs, PeerDialogs, PeerNotifySettings};
 pub use difference::{Difference, State};
 pub use input::{long, longs, opt_long, InputPeer, InputReplyTo, InputUser};
-pub use message::{Message, MessageFwdHeader, MessageReplyHeader, Messages};
+pub use from_event::{update_for_event, users_of_event};
+pub use message::{users_of_message, Message, MessageEmpty, MessageFwdHeader, MessageItem, MessageReplyHeader, Messages};
 pub use misc::{AffectedHistory, AffectedMessages, Blocked, OutboxReadDate, PeerBlocked, ResolvedPeer};
 pub use peer::Peer;
 pub use update::{Update, Updates};

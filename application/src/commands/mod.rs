@@ -1,0 +1,13 @@
+//! Command handlers: each is one write transaction that appends the events of every affected
+//! account (projected inline) and answers with what the calling device needs.
+
+pub mod block;
+pub mod delete_history;
+pub mod delete_messages;
+pub mod edit_message;
+pub mod forward_messages;
+pub mod login;
+mod outgoing;
+pub mod read_history;
+pub mod read_message_contents;
+pub mod send_message;

@@ -1,0 +1,86 @@
+//! Putting one new private message into its owners' boxes: the part `sendMessage` and
+//! `forwardMessages` share.
+
+use domain::events::{NewMessage, UserEvent};
+use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
+use domain::{MessageId, Pts, UserId};
+use serde_json::Value;
+
+use crate::error::AppError;
+use crate::ports::{Origin, WriteTx};
+
+/// What the sender wants delivered.
+pub(crate) struct Outgoing {
+    pub random_id: i64,
+    pub date: i32,
+    pub text: String,
+    pub entities: Vec<Value>,
+    pub silent: bool,
+    pub noforwards: bool,
+    /// The reply in the sender's ids, with the shared id of the replied-to message.
+    pub reply_to: Option<(ReplyHeader, MessageId)>,
+    pub fwd_from: Option<ForwardHeader>,
+}
+
+/// Appends the message to the sender's box and, unless `recipient_gets_it` is false (the recipient
+/// blocked the sender) or it is Saved Messages, to the recipient's. Both accounts must be locked.
+/// Answers the sender's copy and the pts of its event.
+pub(crate) async fn deliver(
+    tx: &mut dyn WriteTx,
+    sender: UserId,
+    peer: UserId,
+    msg: Outgoing,
+    recipient_gets_it: bool,
+    origin: Origin,
+) -> Result<(OwnerMessage, Pts), AppError> {
+    let message_id = tx.next_message_id().await?;
+    let sender_copy = OwnerMessage {
+        id: tx.next_box_id(sender)?,
+        message_id,
+        peer_id: peer,
+        from_id: sender,
+        out: true,
+        date: msg.date,
+        text: msg.text.clone(),
+        entities: msg.entities.clone(),
+        silent: msg.silent,
+        noforwards: msg.noforwards,
+        reply_to: msg.reply_to.as_ref().map(|(h, _)| h.clone()),
+        fwd_from: msg.fwd_from.clone(),
+        media_unread: false,
+        random_id: Some(msg.random_id),
+        edit_date: None,
+    };
+    let pts = tx.append(sender, UserEvent::NewMessage(NewMessage { message: sender_copy.clone() }), origin).await?;
+
+    if peer != sender && recipient_gets_it {
+        // The recipient sees the reply in its own ids; if it no longer has the replied-to message,
+        // the reply header is left out rather than leaking the sender's id.
+        let reply_to = match &msg.reply_to {
+            Some((header, shared)) => tx.message_by_shared_id(peer, *shared).await?.map(|m| ReplyHeader {
+                reply_to_msg_id: m.id,
+                ..header.clone()
+            }),
+            None => None,
+        };
+        let recipient_copy = OwnerMessage {
+            id: tx.next_box_id(peer)?,
+            message_id,
+            peer_id: sender,
+            from_id: sender,
+            out: false,
+            date: msg.date,
+            text: msg.text,
+            entities: msg.entities,
+            silent: msg.silent,
+            noforwards: msg.noforwards,
+            reply_to,
+            fwd_from: msg.fwd_from,
+            media_unread: false,
+            random_id: None,
+            edit_date: None,
+        };
+        tx.append(peer, UserEvent::NewMessage(NewMessage { message: recipient_copy }), origin).await?;
+    }
+    Ok((sender_copy, pts))
+}

@@ -1,0 +1,244 @@
+//! `messages.sendMessage`: a private text message, optionally a reply, idempotent on
+//! (sender, random_id).
+
+use domain::entities::Entities;
+use domain::message::ReplyHeader;
+use domain::message_text::{MessageText, QuoteText};
+use domain::peer::ChatPeer;
+use domain::{limits, BoxId, DomainError};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::outgoing::{deliver, Outgoing};
+use crate::clock::unix_now;
+use crate::error::AppError;
+use crate::ports::Origin;
+use crate::tl::{long, InputPeer, InputReplyTo, Updates};
+use crate::{App, Caller};
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct SendMessage {
+    #[serde(default)]
+    pub no_webpage: bool,
+    #[serde(default)]
+    pub silent: bool,
+    #[serde(default)]
+    pub background: bool,
+    #[serde(default)]
+    pub clear_draft: bool,
+    #[serde(default)]
+    pub noforwards: bool,
+    #[serde(default)]
+    pub update_stickersets_order: bool,
+    #[serde(default)]
+    pub invert_media: bool,
+    pub peer: InputPeer,
+    #[serde(default)]
+    pub reply_to: Option<InputReplyTo>,
+    pub message: String,
+    #[serde(deserialize_with = "long")]
+    pub random_id: i64,
+    #[serde(default)]
+    pub reply_markup: Option<Value>,
+    #[serde(default)]
+    pub entities: Option<Vec<Value>>,
+    #[serde(default)]
+    pub schedule_date: Option<i32>,
+    #[serde(default)]
+    pub send_as: Option<Value>,
+    #[serde(default)]
+    pub quick_reply_shortcut: Option<Value>,
+    #[serde(default)]
+    pub effect: Option<Value>,
+    #[serde(default)]
+    pub allow_paid_stars: Option<Value>,
+    #[serde(default)]
+    pub suggested_post: Option<Value>,
+}
+
+/// A reply as the sender asked for it, checked for shape but not yet against the sender's box.
+pub(crate) struct ReplyRequest {
+    pub reply_to_msg_id: BoxId,
+    pub quote_text: Option<QuoteText>,
+    pub quote_entities: Entities,
+    pub quote_offset: Option<i32>,
+}
+
+/// Refuses what private text messages cannot carry, with the seed's explicit errors.
+pub(crate) fn reject_out_of_scope(
+    schedule_date: Option<i32>,
+    send_as: &Option<Value>,
+    reply_markup: &Option<Value>,
+    quick_reply_shortcut: &Option<Value>,
+    effect: &Option<Value>,
+    allow_paid_stars: &Option<Value>,
+    suggested_post: &Option<Value>,
+) -> Result<(), DomainError> {
+    if schedule_date.is_some() {
+        return Err(DomainError::ScheduleDateInvalid);
+    }
+    if send_as.is_some() {
+        return Err(DomainError::SendAsPeerInvalid);
+    }
+    if reply_markup.is_some() {
+        return Err(DomainError::ReplyMarkupInvalid);
+    }
+    if quick_reply_shortcut.is_some() {
+        return Err(DomainError::ShortcutInvalid);
+    }
+    if effect.is_some() {
+        return Err(DomainError::EffectIdInvalid);
+    }
+    if allow_paid_stars.is_some() {
+        return Err(DomainError::PaymentUnsupported);
+    }
+    if suggested_post.is_some() {
+        return Err(DomainError::SuggestedPostPeerInvalid);
+    }
+    Ok(())
+}
+
+/// Checks an `InputReplyTo` for a private chat with `peer`.
+pub(crate) fn parse_reply(app: &App, caller: &Caller, peer: ChatPeer, reply: &InputReplyTo) -> Result<ReplyRequest, AppError> {
+    match reply {
+        InputReplyTo::Story {} => Err(DomainError::StoryIdInvalid.into()),
+        InputReplyTo::MonoForum {} => Err(DomainError::ReplyToMonoforumPeerInvalid.into()),
+        InputReplyTo::Message {
+            reply_to_msg_id,
+            top_msg_id,
+            reply_to_peer_id,
+            quote_text,
+            quote_entities,
+            quote_offset,
+            monoforum_peer_id,
+            todo_item_id,
+        } => {
+            if monoforum_peer_id.is_some() {
+                return Err(DomainError::ReplyToMonoforumPeerInvalid.into());
+            }
+            if todo_item_id.is_some() {
+                return Err(DomainError::PollOptionInvalid.into());
+            }
+            if top_msg_id.is_some() {
+                // Topics exist only in forums.
+                return Err(DomainError::ReplyMessageIdInvalid.into());
+            }
+            if let Some(other) = reply_to_peer_id {
+                // Cross-chat replies are refused; naming the same chat is fine.
+                if app.chat_peer(caller.user_id, other)? != peer {
+                    return Err(DomainError::ReplyMessageIdInvalid.into());
+                }
+            }
+            let reply_to_msg_id = BoxId::new(*reply_to_msg_id).ok_or(DomainError::ReplyMessageIdInvalid)?;
+            let quote_text = quote_text.clone().map(QuoteText::parse).transpose()?;
+            let quote_entities = match (&quote_text, quote_entities) {
+                (Some(q), Some(raw)) => Entities::parse(raw.clone(), q.utf16_len())?,
+                (None, Some(raw)) if !raw.is_empty() => return Err(DomainError::EntityBoundsInvalid.into()),
+                _ => Entities::empty(),
+            };
+            if let Some(offset) = quote_offset {
+                if !(0..=limits::MAX_QUOTE_OFFSET).contains(offset) {
+                    return Err(DomainError::QuoteOffsetInvalid.into());
+                }
+            }
+            Ok(ReplyRequest { reply_to_msg_id, quote_text, quote_entities, quote_offset: *quote_offset })
+        }
+    }
+}
+
+impl App {
+    pub async fn send_message(&self, caller: &Caller, req: SendMessage) -> Result<Updates, AppError> {
+        reject_out_of_scope(
+            req.schedule_date,
+            &req.send_as,
+            &req.reply_markup,
+            &req.quick_reply_shortcut,
+            &req.effect,
+            &req.allow_paid_stars,
+            &req.suggested_post,
+        )?;
+        let text = MessageText::parse(req.message)?;
+        let entities = Entities::parse(req.entities.unwrap_or_default(), text.utf16_len())?;
+        if req.random_id == 0 {
+            return Err(DomainError::RandomIdEmpty.into());
+        }
+        let peer = self.chat_peer(caller.user_id, &req.peer)?;
+        let reply = req.reply_to.as_ref().map(|r| parse_reply(self, caller, peer, r)).transpose()?;
+
+        let sender = caller.user_id;
+        let peer_id = peer.user_id(sender);
+        // Counted before the transaction: no database lock is ever held across a Redis round trip.
+        self.limiter.check_send(sender, 1).await.map_err(AppError::FloodWait)?;
+
+        let mut tx = self.store.begin().await?;
+        let locked = tx.lock_users(&[sender, peer_id]).await?;
+        if !locked.contains(&peer_id) {
+            return Err(DomainError::PeerIdInvalid.into());
+        }
+
+        // A retry of a send that committed gets the first answer and appends nothing.
+        if let Some((first, pts)) = tx.find_by_random_id(sender, req.random_id).await? {
+            if first.peer_id != peer_id || first.text != text.as_str() {
+                return Err(DomainError::RandomIdDuplicate.into());
+            }
+            return Ok(Updates::ShortSentMessage {
+                out: true,
+                id: first.id.get(),
+                pts: pts.get(),
+                pts_count: 1,
+                date: first.date,
+                entities: Vec::new(),
+            });
+        }
+
+        let recipient_gets_it = match peer {
+            ChatPeer::SelfChat => false,
+            ChatPeer::User(other) => {
+                if tx.is_blocked(sender, other).await? {
+                    return Err(DomainError::YouBlockedUser.into());
+                }
+                !tx.is_blocked(other, sender).await?
+            }
+        };
+
+        let reply_to = match reply {
+            Some(r) => {
+                let target = tx
+                    .messages(sender, &[r.reply_to_msg_id])
+                    .await?
+                    .into_iter()
+                    .find(|m| m.peer_id == peer_id)
+                    .ok_or(DomainError::ReplyMessageIdInvalid)?;
+                let header = ReplyHeader {
+                    reply_to_msg_id: target.id,
+                    quote_text: r.quote_text.map(|q| q.as_str().to_string()),
+                    quote_entities: r.quote_entities.into_vec(),
+                    quote_offset: r.quote_offset,
+                };
+                Some((header, target.message_id))
+            }
+            None => None,
+        };
+
+        let outgoing = Outgoing {
+            random_id: req.random_id,
+            date: unix_now(),
+            text: text.into_string(),
+            entities: entities.into_vec(),
+            silent: req.silent,
+            noforwards: req.noforwards,
+            reply_to,
+            fwd_from: None,
+        };
+        let (sent, pts) = deliver(tx.as_mut(), sender, peer_id, outgoing, recipient_gets_it, Origin::from(caller)).await?;
+        tx.commit().await?;
+        Ok(Updates::ShortSentMessage {
+            out: true,
+            id: sent.id.get(),
+            pts: pts.get(),
+            pts_count: 1,
+            date: sent.date,
+            entities: Vec::new(),
+        })
+    }
+}

@@ -1,0 +1,71 @@
+//! `updates.getDifference`: what happened to the account after the client's pts, straight from the
+//! log, 100 events at a time.
+
+use domain::events::UserEvent;
+use domain::{limits, Pts, UserId};
+use serde::Deserialize;
+
+use crate::clock::unix_now;
+use crate::error::AppError;
+use crate::tl::{update_for_event, users_of_event, Difference, Message, State};
+use crate::{App, Caller};
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GetDifference {
+    pub pts: i32,
+    #[serde(default)]
+    pub pts_limit: Option<i32>,
+    #[serde(default)]
+    pub pts_total_limit: Option<i32>,
+    #[serde(default)]
+    pub date: i32,
+    #[serde(default)]
+    pub qts: i32,
+    #[serde(default)]
+    pub qts_limit: Option<i32>,
+}
+
+impl App {
+    pub async fn get_difference(&self, caller: &Caller, req: GetDifference) -> Result<Difference, AppError> {
+        let owner = caller.user_id;
+        let from = Pts::new(req.pts).ok_or(domain::DomainError::PersistentTimestampInvalid)?;
+        let current = self.store.pts(owner).await?;
+        if from > current {
+            return Err(domain::DomainError::PersistentTimestampInvalid.into());
+        }
+        if from == current {
+            return Ok(Difference::Empty { date: unix_now(), seq: 0 });
+        }
+        let mut events = self.store.events_after(owner, from, limits::DIFFERENCE_SLICE_EVENTS + 1).await?;
+        let sliced = events.len() as i64 > limits::DIFFERENCE_SLICE_EVENTS;
+        events.truncate(limits::DIFFERENCE_SLICE_EVENTS as usize);
+
+        let mut new_messages = Vec::new();
+        let mut other_updates = Vec::new();
+        let mut mentioned: Vec<UserId> = Vec::new();
+        for stored in &events {
+            mentioned.extend(users_of_event(&stored.event));
+            match &stored.event {
+                UserEvent::NewMessage(e) => new_messages.push(Message::from(&e.message)),
+                _ => other_updates.push(update_for_event(stored)),
+            }
+        }
+        let users = self.users_for(owner, mentioned).await?;
+        let last = events.last().map(|e| e.pts).unwrap_or(current);
+        let unread = self.store.unread_total(owner).await?;
+        let state = State {
+            pts: last.get(),
+            qts: 0,
+            date: unix_now(),
+            seq: 0,
+            unread_count: i32::try_from(unread).unwrap_or(i32::MAX),
+        };
+        let new_encrypted_messages = Vec::new();
+        let chats = Vec::new();
+        Ok(if sliced {
+            Difference::Slice { new_messages, new_encrypted_messages, other_updates, chats, users, intermediate_state: state }
+        } else {
+            Difference::Full { new_messages, new_encrypted_messages, other_updates, chats, users, state }
+        })
+    }
+}

@@ -1,0 +1,54 @@
+//! `messages.getHistory`: one private chat's messages around an anchor, served by an index seek.
+
+use domain::history_window::HistoryWindow;
+use serde::Deserialize;
+
+use crate::error::AppError;
+use crate::tl::{long, users_of_message, InputPeer, Message, MessageItem, Messages};
+use crate::{App, Caller};
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GetHistory {
+    pub peer: InputPeer,
+    #[serde(default)]
+    pub offset_id: i32,
+    #[serde(default)]
+    pub offset_date: i32,
+    #[serde(default)]
+    pub add_offset: i32,
+    #[serde(default)]
+    pub limit: i32,
+    #[serde(default)]
+    pub max_id: i32,
+    #[serde(default)]
+    pub min_id: i32,
+    #[serde(default, deserialize_with = "long")]
+    pub hash: i64,
+}
+
+impl App {
+    pub async fn get_history(&self, caller: &Caller, req: GetHistory) -> Result<Messages, AppError> {
+        let owner = caller.user_id;
+        let peer = self.existing_chat_peer(owner, &req.peer).await?;
+        let window = HistoryWindow::new(req.offset_id, req.offset_date, req.add_offset, req.limit, req.max_id, req.min_id);
+        let page = self.store.history(owner, peer, &window).await?;
+        let count = self.store.history_count(owner, peer).await?;
+        self.messages_answer(owner, page, Some(count)).await
+    }
+
+    /// `messages.messages` when the page is everything there is, `messages.messagesSlice` otherwise.
+    pub(crate) async fn messages_answer(
+        &self,
+        owner: domain::UserId,
+        page: Vec<domain::message::OwnerMessage>,
+        count: Option<i64>,
+    ) -> Result<Messages, AppError> {
+        let users = self.users_for(owner, page.iter().flat_map(users_of_message)).await?;
+        let returned = page.len() as i64;
+        let messages = page.iter().map(|m| MessageItem::Message(Message::from(m))).collect();
+        Ok(match count {
+            Some(count) if count > returned => Messages::Slice { count, messages, chats: Vec::new(), users },
+            _ => Messages::All { messages, chats: Vec::new(), users },
+        })
+    }
+}

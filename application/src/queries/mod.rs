@@ -1,0 +1,13 @@
+//! Query handlers: reads of the projections and the log, scoped to the caller's own rows.
+
+pub mod get_blocked;
+pub mod get_dialogs;
+pub mod get_difference;
+pub mod get_history;
+pub mod get_messages;
+pub mod get_outbox_read_date;
+pub mod get_peer_dialogs;
+pub mod get_state;
+pub mod get_users;
+pub mod resolve_phone;
+pub mod search;

@@ -1,0 +1,17 @@
+//! Mapping adapter failures onto the ports' [`StoreError`]. (A `From` impl is impossible: both types
+//! are foreign here.)
+
+use application::ports::StoreError;
+use projections::ProjectionError;
+
+pub fn db_error(e: sqlx::Error) -> StoreError {
+    StoreError::Database(e.to_string())
+}
+
+pub fn projection_error(e: ProjectionError) -> StoreError {
+    match e {
+        ProjectionError::Database(e) => db_error(e),
+        ProjectionError::Decode { .. } | ProjectionError::Corrupt(_) => StoreError::Corrupt(e.to_string()),
+        ProjectionError::Encode { .. } => StoreError::Bug(e.to_string()),
+    }
+}

@@ -1,0 +1,115 @@
+//! Decoding read-model and log rows into the ports' types. Anything that does not decode is corrupt
+//! stored data, never a panic.
+
+use application::ports::{DialogRecord, Origin, StoreError, StoredEvent, UserRecord};
+use domain::events::UserEvent;
+use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
+use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+/// The columns [`owner_message`] reads, in SELECT-list form.
+pub(crate) const BOX_COLUMNS: &str = "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
+     text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date";
+
+pub(crate) const DIALOG_COLUMNS: &str =
+    "peer_user_id, folder_id, top_message, top_message_date, read_inbox_max_id, read_outbox_max_id, unread_count, unread_mark";
+
+pub(crate) const USER_COLUMNS: &str = "id, phone, first_name, last_name";
+
+pub(crate) const EVENT_COLUMNS: &str = "user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id, \
+     extract(epoch FROM committed_at)::bigint AS date";
+
+pub(crate) fn get<'r, T>(row: &'r PgRow, column: &str) -> Result<T, StoreError>
+where
+    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
+    row.try_get(column).map_err(|e| StoreError::Corrupt(format!("column {column}: {e}")))
+}
+
+pub(crate) fn user_id(raw: i64, what: &str) -> Result<UserId, StoreError> {
+    UserId::new(raw).map_err(|_| StoreError::Corrupt(format!("{what} {raw} is not a user id")))
+}
+
+pub(crate) fn box_id(raw: i32, what: &str) -> Result<BoxId, StoreError> {
+    BoxId::new(raw).ok_or_else(|| StoreError::Corrupt(format!("{what} {raw} is not a box id")))
+}
+
+pub(crate) fn pts(raw: i32) -> Result<Pts, StoreError> {
+    Pts::new(raw).ok_or_else(|| StoreError::Corrupt(format!("pts {raw} is negative")))
+}
+
+pub(crate) fn owner_message(row: &PgRow) -> Result<OwnerMessage, StoreError> {
+    let entities = match get::<serde_json::Value>(row, "entities")? {
+        serde_json::Value::Array(items) => items,
+        other => return Err(StoreError::Corrupt(format!("entities is not an array: {other}"))),
+    };
+    let reply_to = get::<Option<serde_json::Value>>(row, "reply_to")?
+        .map(serde_json::from_value::<ReplyHeader>)
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("reply_to: {e}")))?;
+    let fwd_from = get::<Option<serde_json::Value>>(row, "fwd_from")?
+        .map(serde_json::from_value::<ForwardHeader>)
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("fwd_from: {e}")))?;
+    Ok(OwnerMessage {
+        id: box_id(get(row, "box_id")?, "box_id")?,
+        message_id: MessageId(get(row, "message_id")?),
+        peer_id: user_id(get(row, "peer_user_id")?, "peer_user_id")?,
+        from_id: user_id(get(row, "sender_user_id")?, "sender_user_id")?,
+        out: get(row, "outgoing")?,
+        date: get(row, "date")?,
+        text: get(row, "text")?,
+        entities,
+        silent: get(row, "silent")?,
+        noforwards: get(row, "noforwards")?,
+        reply_to,
+        fwd_from,
+        media_unread: get(row, "media_unread")?,
+        random_id: get(row, "random_id")?,
+        edit_date: get(row, "edit_date")?,
+    })
+}
+
+pub(crate) fn dialog(row: &PgRow) -> Result<DialogRecord, StoreError> {
+    Ok(DialogRecord {
+        peer_id: user_id(get(row, "peer_user_id")?, "peer_user_id")?,
+        folder_id: get(row, "folder_id")?,
+        top_message: get(row, "top_message")?,
+        top_message_date: get(row, "top_message_date")?,
+        read_inbox_max_id: get(row, "read_inbox_max_id")?,
+        read_outbox_max_id: get(row, "read_outbox_max_id")?,
+        unread_count: get(row, "unread_count")?,
+        unread_mark: get(row, "unread_mark")?,
+    })
+}
+
+pub(crate) fn user(row: &PgRow) -> Result<UserRecord, StoreError> {
+    Ok(UserRecord {
+        id: user_id(get(row, "id")?, "users.id")?,
+        phone: get(row, "phone")?,
+        first_name: get(row, "first_name")?,
+        last_name: get(row, "last_name")?,
+    })
+}
+
+pub(crate) fn stored_event(row: &PgRow) -> Result<StoredEvent, StoreError> {
+    let user = user_id(get(row, "user_id")?, "user_update_events.user_id")?;
+    let at = pts(get(row, "pts")?)?;
+    let kind: String = get(row, "kind")?;
+    let version: i16 = get(row, "payload_version")?;
+    let event = UserEvent::decode(&kind, version, get(row, "payload")?)
+        .map_err(|e| StoreError::Corrupt(format!("event pts {} of user {user}: {e}", at.get())))?;
+    let date: i64 = get(row, "date")?;
+    Ok(StoredEvent {
+        user_id: user,
+        pts: at,
+        pts_count: get(row, "pts_count")?,
+        event,
+        origin: Origin {
+            auth_key_id: AuthKeyId(get(row, "auth_key_id")?),
+            session_id: SessionId(get(row, "session_id")?),
+        },
+        date: i32::try_from(date).unwrap_or(i32::MAX),
+    })
+}

@@ -1,0 +1,349 @@
+//! [`WriteTx`] over one Postgres transaction.
+//!
+//! `lock_users` locks the accounts' `user_sequences` rows in ascending id order and keeps their
+//! counters in memory; `next_box_id` and `append` advance them there. `append` runs the projectors
+//! at once, on the transaction's connection, so later reads in the same transaction see the event's
+//! effect; the events themselves are buffered and, with the counters, written at commit in two
+//! statements. Dropping the transaction without committing rolls everything back.
+
+use std::collections::{HashMap, HashSet};
+
+use application::ports::{DialogRecord, Origin, StoreError, WriteTx};
+use async_trait::async_trait;
+use domain::events::UserEvent;
+use domain::message::OwnerMessage;
+use domain::{BoxId, MessageId, Pts, UserId};
+use sqlx::{PgPool, Postgres, Transaction};
+
+use crate::error::{db_error, projection_error};
+use crate::postgres::queries::messages_by_ids;
+use crate::postgres::rows::{self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS};
+
+/// One locked account's counters: as locked, and as advanced by this transaction.
+#[derive(Debug, Clone, Copy)]
+struct Counters {
+    locked_pts: i32,
+    locked_box_id: i32,
+    pts: i32,
+    box_id: i32,
+}
+
+/// An appended event waiting for commit.
+#[derive(Debug)]
+struct PendingEvent {
+    user_id: i64,
+    pts: i32,
+    pts_count: i32,
+    kind: &'static str,
+    version: i16,
+    payload: serde_json::Value,
+    auth_key_id: i64,
+    session_id: i64,
+}
+
+pub struct PgWriteTx {
+    tx: Transaction<'static, Postgres>,
+    /// The ids `lock_users` was asked for (None before it ran).
+    requested: Option<HashSet<UserId>>,
+    counters: HashMap<UserId, Counters>,
+    events: Vec<PendingEvent>,
+}
+
+impl PgWriteTx {
+    pub async fn begin(pool: &PgPool) -> Result<Self, StoreError> {
+        let tx = pool.begin().await.map_err(db_error)?;
+        Ok(Self { tx, requested: None, counters: HashMap::new(), events: Vec::new() })
+    }
+
+    fn counters(&mut self, owner: UserId) -> Result<&mut Counters, StoreError> {
+        self.counters
+            .get_mut(&owner)
+            .ok_or_else(|| StoreError::Bug(format!("user {owner} was not locked in this transaction")))
+    }
+
+    fn locked_ids(&self) -> Vec<UserId> {
+        let mut ids: Vec<UserId> = self.counters.keys().copied().collect();
+        ids.sort();
+        ids
+    }
+}
+
+#[async_trait]
+impl WriteTx for PgWriteTx {
+    async fn lock_users(&mut self, users: &[UserId]) -> Result<Vec<UserId>, StoreError> {
+        if let Some(requested) = &self.requested {
+            // Locking more later could wait on a lower id while holding a higher one: a deadlock
+            // cycle. Asking again for ids already asked for is harmless.
+            if users.iter().all(|u| requested.contains(u)) {
+                let wanted: HashSet<UserId> = users.iter().copied().collect();
+                return Ok(self.locked_ids().into_iter().filter(|u| wanted.contains(u)).collect());
+            }
+            return Err(StoreError::Bug("lock_users called again with new accounts".into()));
+        }
+        self.requested = Some(users.iter().copied().collect());
+        let raw: Vec<i64> = users.iter().map(|u| u.get()).collect();
+        let locked: Vec<(i64, i32, i32)> = sqlx::query_as(
+            "SELECT user_id, pts, box_id FROM user_sequences WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE",
+        )
+        .bind(&raw)
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        for (user, pts, box_id) in locked {
+            let user = rows::user_id(user, "user_sequences.user_id")?;
+            self.counters.insert(user, Counters { locked_pts: pts, locked_box_id: box_id, pts, box_id });
+        }
+        Ok(self.locked_ids())
+    }
+
+    async fn find_by_random_id(&mut self, owner: UserId, random_id: i64) -> Result<Option<(OwnerMessage, Pts)>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {BOX_COLUMNS}, pts FROM message_boxes WHERE owner_user_id = $1 AND random_id = $2"
+        ))
+        .bind(owner.get())
+        .bind(random_id)
+        .fetch_optional(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        match row {
+            None => Ok(None),
+            Some(row) => Ok(Some((owner_message(&row)?, rows::pts(rows::get(&row, "pts")?)?))),
+        }
+    }
+
+    async fn messages(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<OwnerMessage>, StoreError> {
+        messages_by_ids(&mut *self.tx, owner, ids).await
+    }
+
+    async fn message_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<OwnerMessage>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {BOX_COLUMNS} FROM message_boxes WHERE owner_user_id = $1 AND message_id = $2 AND NOT deleted \
+             ORDER BY box_id LIMIT 1"
+        ))
+        .bind(owner.get())
+        .bind(message_id.0)
+        .fetch_optional(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        row.as_ref().map(owner_message).transpose()
+    }
+
+    async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
+        sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = $1 AND blocked_user_id = $2)",
+        )
+        .bind(owner.get())
+        .bind(peer.get())
+        .fetch_one(&mut *self.tx)
+        .await
+        .map_err(db_error)
+    }
+
+    async fn dialog(&mut self, owner: UserId, peer: UserId) -> Result<Option<DialogRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND peer_user_id = $2"
+        ))
+        .bind(owner.get())
+        .bind(peer.get())
+        .fetch_optional(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        row.as_ref().map(dialog).transpose()
+    }
+
+    async fn newest_ids(&mut self, owner: UserId, peer: UserId, max_id: i32, limit: i64) -> Result<Vec<BoxId>, StoreError> {
+        let below = if max_id > 0 { i64::from(max_id) } else { i64::MAX };
+        let raw: Vec<i32> = sqlx::query_scalar(
+            "SELECT box_id FROM message_boxes \
+             WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND box_id < $3 \
+             ORDER BY box_id DESC LIMIT $4",
+        )
+        .bind(owner.get())
+        .bind(peer.get())
+        .bind(below)
+        .bind(limit.max(0))
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        raw.into_iter().map(|b| rows::box_id(b, "box_id")).collect()
+    }
+
+    async fn has_messages_besides(&mut self, owner: UserId, peer: UserId, except: &[BoxId]) -> Result<bool, StoreError> {
+        let raw: Vec<i32> = except.iter().map(|b| b.get()).collect();
+        sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM message_boxes \
+               WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND box_id <> ALL($3))",
+        )
+        .bind(owner.get())
+        .bind(peer.get())
+        .bind(&raw)
+        .fetch_one(&mut *self.tx)
+        .await
+        .map_err(db_error)
+    }
+
+    async fn incoming_after(&mut self, owner: UserId, peer: UserId, max_id: i32) -> Result<i32, StoreError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM message_boxes \
+             WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND NOT outgoing AND box_id > $3",
+        )
+        .bind(owner.get())
+        .bind(peer.get())
+        .bind(max_id)
+        .fetch_one(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        Ok(i32::try_from(n).unwrap_or(i32::MAX))
+    }
+
+    async fn newest_incoming_at_or_below(&mut self, owner: UserId, peer: UserId, max_id: i32) -> Result<Option<OwnerMessage>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {BOX_COLUMNS} FROM message_boxes \
+             WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND NOT outgoing AND box_id <= $3 \
+             ORDER BY box_id DESC LIMIT 1"
+        ))
+        .bind(owner.get())
+        .bind(peer.get())
+        .bind(max_id)
+        .fetch_optional(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        row.as_ref().map(owner_message).transpose()
+    }
+
+    /// In the order of `ids`, repeats left out.
+    async fn content_unread(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<BoxId>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let raw: Vec<i32> = ids.iter().map(|b| b.get()).collect();
+        let unread: Vec<i32> = sqlx::query_scalar(
+            "SELECT box_id FROM message_boxes \
+             WHERE owner_user_id = $1 AND box_id = ANY($2) AND NOT deleted AND media_unread",
+        )
+        .bind(owner.get())
+        .bind(&raw)
+        .fetch_all(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        let mut unread: HashSet<i32> = unread.into_iter().collect();
+        Ok(ids.iter().copied().filter(|id| unread.remove(&id.get())).collect())
+    }
+
+    async fn next_message_id(&mut self) -> Result<MessageId, StoreError> {
+        let id: i64 = sqlx::query_scalar("SELECT nextval('private_message_ids')")
+            .fetch_one(&mut *self.tx)
+            .await
+            .map_err(db_error)?;
+        Ok(MessageId(id))
+    }
+
+    fn next_box_id(&mut self, owner: UserId) -> Result<BoxId, StoreError> {
+        let c = self.counters(owner)?;
+        let next = c.box_id.checked_add(1).ok_or(StoreError::Exhausted(owner))?;
+        let id = BoxId::new(next).ok_or_else(|| StoreError::Bug(format!("box id {next} of user {owner}")))?;
+        c.box_id = next;
+        Ok(id)
+    }
+
+    async fn append(&mut self, owner: UserId, event: UserEvent, origin: Origin) -> Result<Pts, StoreError> {
+        let pts_count = event.pts_count();
+        let c = *self.counters(owner)?;
+        let next = c.pts.checked_add(pts_count).ok_or(StoreError::Exhausted(owner))?;
+        let pts = Pts::new(next).ok_or_else(|| StoreError::Bug(format!("pts {next} of user {owner}")))?;
+        if let UserEvent::NewMessage(e) = &event {
+            // A box id that next_box_id never handed out would leave a gap or a collision.
+            if e.message.id.get() > c.box_id {
+                return Err(StoreError::Bug(format!(
+                    "box id {} of user {owner} was not allocated in this transaction",
+                    e.message.id.get()
+                )));
+            }
+        }
+        projections::apply(&mut *self.tx, owner, pts, &event).await.map_err(projection_error)?;
+        self.counters(owner)?.pts = next;
+        self.events.push(PendingEvent {
+            user_id: owner.get(),
+            pts: next,
+            pts_count,
+            kind: event.kind(),
+            version: event.version(),
+            payload: event.payload(),
+            auth_key_id: origin.auth_key_id.0,
+            session_id: origin.session_id.0,
+        });
+        Ok(pts)
+    }
+
+    fn current_pts(&self, owner: UserId) -> Result<Pts, StoreError> {
+        let c = self
+            .counters
+            .get(&owner)
+            .ok_or_else(|| StoreError::Bug(format!("user {owner} was not locked in this transaction")))?;
+        rows::pts(c.pts)
+    }
+
+    async fn commit(self: Box<Self>) -> Result<(), StoreError> {
+        let mut this = *self;
+        let changed: Vec<(&UserId, &Counters)> = this
+            .counters
+            .iter()
+            .filter(|(_, c)| c.pts != c.locked_pts || c.box_id != c.locked_box_id)
+            .collect();
+        if !changed.is_empty() {
+            let users: Vec<i64> = changed.iter().map(|(u, _)| u.get()).collect();
+            let pts: Vec<i32> = changed.iter().map(|(_, c)| c.pts).collect();
+            let box_ids: Vec<i32> = changed.iter().map(|(_, c)| c.box_id).collect();
+            sqlx::query(
+                "UPDATE user_sequences s SET pts = v.pts, box_id = v.box_id \
+                 FROM unnest($1::bigint[], $2::int[], $3::int[]) AS v(user_id, pts, box_id) \
+                 WHERE s.user_id = v.user_id",
+            )
+            .bind(&users)
+            .bind(&pts)
+            .bind(&box_ids)
+            .execute(&mut *this.tx)
+            .await
+            .map_err(db_error)?;
+        }
+        if !this.events.is_empty() {
+            let events = std::mem::take(&mut this.events);
+            let mut user_ids = Vec::with_capacity(events.len());
+            let mut pts = Vec::with_capacity(events.len());
+            let mut counts = Vec::with_capacity(events.len());
+            let mut kinds = Vec::with_capacity(events.len());
+            let mut versions = Vec::with_capacity(events.len());
+            let mut payloads = Vec::with_capacity(events.len());
+            let mut auth_key_ids = Vec::with_capacity(events.len());
+            let mut session_ids = Vec::with_capacity(events.len());
+            for e in events {
+                user_ids.push(e.user_id);
+                pts.push(e.pts);
+                counts.push(e.pts_count);
+                kinds.push(e.kind);
+                versions.push(e.version);
+                payloads.push(e.payload);
+                auth_key_ids.push(e.auth_key_id);
+                session_ids.push(e.session_id);
+            }
+            sqlx::query(
+                "INSERT INTO user_update_events \
+                   (user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id) \
+                 SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::smallint[], \
+                                      $6::jsonb[], $7::bigint[], $8::bigint[])",
+            )
+            .bind(&user_ids)
+            .bind(&pts)
+            .bind(&counts)
+            .bind(&kinds)
+            .bind(&versions)
+            .bind(&payloads)
+            .bind(&auth_key_ids)
+            .bind(&session_ids)
+            .execute(&mut *this.tx)
+            .await
+            .map_err(db_error)?;
+        }
+        this.tx.commit().await.map_err(db_error)
+    }
+}

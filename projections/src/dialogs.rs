@@ -1,0 +1,121 @@
+//! `dialogs`: the dialog list. Depends on `message_boxes`: after a deletion or a read it recomputes
+//! the top message and the unread count from the owner's visible boxes, so `message_boxes` must have
+//! applied the same event first.
+
+use domain::events::{DeleteMessages, UserEvent};
+use domain::message::OwnerMessage;
+use domain::{Pts, UserId};
+use sqlx::PgConnection;
+
+use crate::{box_ids, ProjectionError};
+
+pub const NAME: &str = "dialogs";
+pub const VERSION: i32 = 1;
+
+pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
+    match event {
+        UserEvent::NewMessage(e) => new_message(conn, owner, &e.message).await,
+        UserEvent::DeleteMessages(e) => delete_messages(conn, owner, e).await,
+        UserEvent::ReadHistoryInbox(e) => {
+            sqlx::query(
+                "UPDATE dialogs d SET \
+                   read_inbox_max_id = GREATEST(d.read_inbox_max_id, $3), \
+                   unread_count = (SELECT count(*)::int FROM message_boxes m \
+                                   WHERE m.owner_user_id = $1 AND m.peer_user_id = $2 AND NOT m.deleted \
+                                     AND NOT m.outgoing AND m.box_id > GREATEST(d.read_inbox_max_id, $3)), \
+                   unread_mark = false \
+                 WHERE d.user_id = $1 AND d.peer_user_id = $2",
+            )
+            .bind(owner.get())
+            .bind(e.peer_id.get())
+            .bind(e.max_id.get())
+            .execute(conn)
+            .await?;
+            Ok(())
+        }
+        UserEvent::ReadHistoryOutbox(e) => {
+            sqlx::query(
+                "UPDATE dialogs SET read_outbox_max_id = GREATEST(read_outbox_max_id, $3) \
+                 WHERE user_id = $1 AND peer_user_id = $2",
+            )
+            .bind(owner.get())
+            .bind(e.peer_id.get())
+            .bind(e.max_id.get())
+            .execute(conn)
+            .await?;
+            Ok(())
+        }
+        UserEvent::EditMessage(_) | UserEvent::ReadMessageContents(_) | UserEvent::PeerBlocked(_) => Ok(()),
+    }
+}
+
+/// Creates the dialog (again, in folder 0, if it had been removed) or moves its top message up.
+/// Every SET expression sees the row as it was, so the comparisons use the old top message.
+async fn new_message(conn: &mut PgConnection, owner: UserId, m: &OwnerMessage) -> Result<(), ProjectionError> {
+    sqlx::query(
+        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count) \
+         VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN 0 ELSE 1 END) \
+         ON CONFLICT (user_id, peer_user_id) DO UPDATE SET \
+           top_message = GREATEST(dialogs.top_message, EXCLUDED.top_message), \
+           top_message_date = CASE WHEN EXCLUDED.top_message > dialogs.top_message \
+                                   THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END, \
+           unread_count = dialogs.unread_count \
+                          + CASE WHEN NOT $5 AND EXCLUDED.top_message > dialogs.read_inbox_max_id THEN 1 ELSE 0 END",
+    )
+    .bind(owner.get())
+    .bind(m.peer_id.get())
+    .bind(m.id.get())
+    .bind(m.date)
+    .bind(m.out)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+async fn delete_messages(conn: &mut PgConnection, owner: UserId, e: &DeleteMessages) -> Result<(), ProjectionError> {
+    // The boxes are already marked deleted (message_boxes ran first) but still say which chat they
+    // were in.
+    let mut peers: Vec<i64> = sqlx::query_scalar(
+        "SELECT DISTINCT peer_user_id FROM message_boxes WHERE owner_user_id = $1 AND box_id = ANY($2)",
+    )
+    .bind(owner.get())
+    .bind(box_ids(&e.ids))
+    .fetch_all(&mut *conn)
+    .await?;
+    if let Some(clear) = &e.clear_history {
+        if !peers.contains(&clear.peer_id.get()) {
+            peers.push(clear.peer_id.get());
+        }
+    }
+    if peers.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE dialogs d SET \
+           top_message = COALESCE((SELECT m.box_id FROM message_boxes m \
+                                   WHERE m.owner_user_id = $1 AND m.peer_user_id = d.peer_user_id AND NOT m.deleted \
+                                   ORDER BY m.box_id DESC LIMIT 1), 0), \
+           top_message_date = COALESCE((SELECT m.date FROM message_boxes m \
+                                        WHERE m.owner_user_id = $1 AND m.peer_user_id = d.peer_user_id AND NOT m.deleted \
+                                        ORDER BY m.box_id DESC LIMIT 1), 0), \
+           unread_count = (SELECT count(*)::int FROM message_boxes m \
+                           WHERE m.owner_user_id = $1 AND m.peer_user_id = d.peer_user_id AND NOT m.deleted \
+                             AND NOT m.outgoing AND m.box_id > d.read_inbox_max_id) \
+         WHERE d.user_id = $1 AND d.peer_user_id = ANY($2)",
+    )
+    .bind(owner.get())
+    .bind(&peers)
+    .execute(&mut *conn)
+    .await?;
+    if let Some(clear) = e.clear_history.as_ref().filter(|c| !c.just_clear) {
+        sqlx::query(
+            "DELETE FROM dialogs WHERE user_id = $1 AND peer_user_id = $2 AND NOT EXISTS \
+             (SELECT 1 FROM message_boxes m WHERE m.owner_user_id = $1 AND m.peer_user_id = $2 AND NOT m.deleted)",
+        )
+        .bind(owner.get())
+        .bind(clear.peer_id.get())
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! `message_boxes`: each owner's own copy of each message, keyed by the owner's box id.
+
+use domain::events::UserEvent;
+use domain::message::OwnerMessage;
+use domain::{Pts, UserId};
+use sqlx::PgConnection;
+
+use crate::{box_ids, ProjectionError};
+
+pub const NAME: &str = "message_boxes";
+pub const VERSION: i32 = 1;
+
+pub async fn apply(conn: &mut PgConnection, owner: UserId, pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
+    match event {
+        UserEvent::NewMessage(e) => insert(conn, owner, pts, &e.message).await,
+        UserEvent::EditMessage(e) => edit(conn, owner, &e.message).await,
+        UserEvent::DeleteMessages(e) => {
+            sqlx::query("UPDATE message_boxes SET deleted = true WHERE owner_user_id = $1 AND box_id = ANY($2)")
+                .bind(owner.get())
+                .bind(box_ids(&e.ids))
+                .execute(conn)
+                .await?;
+            Ok(())
+        }
+        UserEvent::ReadMessageContents(e) => {
+            sqlx::query("UPDATE message_boxes SET media_unread = false WHERE owner_user_id = $1 AND box_id = ANY($2)")
+                .bind(owner.get())
+                .bind(box_ids(&e.ids))
+                .execute(conn)
+                .await?;
+            Ok(())
+        }
+        UserEvent::ReadHistoryInbox(_) | UserEvent::ReadHistoryOutbox(_) | UserEvent::PeerBlocked(_) => Ok(()),
+    }
+}
+
+async fn insert(conn: &mut PgConnection, owner: UserId, pts: Pts, m: &OwnerMessage) -> Result<(), ProjectionError> {
+    let (reply_to, fwd_from) = headers(m)?;
+    sqlx::query(
+        "INSERT INTO message_boxes (owner_user_id, box_id, peer_user_id, message_id, sender_user_id, outgoing, \
+         random_id, date, text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, pts) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+    )
+    .bind(owner.get())
+    .bind(m.id.get())
+    .bind(m.peer_id.get())
+    .bind(m.message_id.0)
+    .bind(m.from_id.get())
+    .bind(m.out)
+    .bind(m.random_id)
+    .bind(m.date)
+    .bind(&m.text)
+    .bind(serde_json::Value::Array(m.entities.clone()))
+    .bind(m.silent)
+    .bind(m.noforwards)
+    .bind(reply_to)
+    .bind(fwd_from)
+    .bind(m.media_unread)
+    .bind(m.edit_date)
+    .bind(pts.get())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The payload of an edit is the whole message after it, so the editable columns are simply taken
+/// from it. The box keeps the pts of the event that created it (retries of a send answer with it).
+async fn edit(conn: &mut PgConnection, owner: UserId, m: &OwnerMessage) -> Result<(), ProjectionError> {
+    let (reply_to, fwd_from) = headers(m)?;
+    sqlx::query(
+        "UPDATE message_boxes SET text = $3, entities = $4, edit_date = $5, reply_to = $6, fwd_from = $7 \
+         WHERE owner_user_id = $1 AND box_id = $2",
+    )
+    .bind(owner.get())
+    .bind(m.id.get())
+    .bind(&m.text)
+    .bind(serde_json::Value::Array(m.entities.clone()))
+    .bind(m.edit_date)
+    .bind(reply_to)
+    .bind(fwd_from)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+type Headers = (Option<serde_json::Value>, Option<serde_json::Value>);
+
+fn headers(m: &OwnerMessage) -> Result<Headers, ProjectionError> {
+    let reply_to = m
+        .reply_to
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|source| ProjectionError::Encode { what: "reply_to", source })?;
+    let fwd_from = m
+        .fwd_from
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|source| ProjectionError::Encode { what: "fwd_from", source })?;
+    Ok((reply_to, fwd_from))
+}

@@ -1,0 +1,81 @@
+//! Rebuilding the read models from the log. This takes the projection tables exclusively for the
+//! whole rebuild (readers and writers wait); an online rebuild is a later step.
+
+use domain::events::UserEvent;
+use domain::{Pts, UserId};
+use sqlx::{PgConnection, PgPool, Row};
+
+use crate::{apply, table_list, ProjectionError};
+
+/// Events fetched from the replay cursor at a time: memory stays constant however long the log is.
+const REPLAY_BATCH: i64 = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RebuildReport {
+    pub events_applied: u64,
+}
+
+/// Empties every read model and replays the whole log into it, in one transaction.
+pub async fn rebuild_all(pool: &PgPool) -> Result<RebuildReport, ProjectionError> {
+    let mut tx = pool.begin().await?;
+    lock_projections(&mut tx).await?;
+    truncate_projections(&mut tx).await?;
+    let events_applied = replay_log(&mut tx).await?;
+    tx.commit().await?;
+    tracing::info!(events_applied, "projections rebuilt from the log");
+    Ok(RebuildReport { events_applied })
+}
+
+/// Takes every projection table ACCESS EXCLUSIVE, the mode TRUNCATE needs, up front: taking a weaker
+/// lock first and upgrading later could deadlock with a writer queued in between. Once granted, every
+/// transaction that projected anything has ended (it held a lock on some projection table), so its
+/// events are committed and visible to the replay, and every later one waits for this transaction.
+pub(crate) async fn lock_projections(conn: &mut PgConnection) -> Result<(), ProjectionError> {
+    sqlx::query(&format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", table_list()))
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn truncate_projections(conn: &mut PgConnection) -> Result<(), ProjectionError> {
+    sqlx::query(&format!("TRUNCATE {}", table_list())).execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// Replays the whole log, in (user, pts) order, through the projectors on this connection. A server
+/// side cursor is used rather than a row stream because the projectors need the same connection
+/// between fetches. Answers the number of events applied.
+pub async fn replay_log(conn: &mut PgConnection) -> Result<u64, ProjectionError> {
+    sqlx::query(
+        "DECLARE ptslog_replay NO SCROLL CURSOR FOR \
+         SELECT user_id, pts, kind, payload_version, payload FROM user_update_events ORDER BY user_id, pts",
+    )
+    .execute(&mut *conn)
+    .await?;
+    let mut applied = 0u64;
+    loop {
+        let rows = sqlx::query(&format!("FETCH {REPLAY_BATCH} FROM ptslog_replay"))
+            .fetch_all(&mut *conn)
+            .await?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in rows {
+            let user_id: i64 = row.try_get("user_id")?;
+            let pts: i32 = row.try_get("pts")?;
+            let kind: String = row.try_get("kind")?;
+            let version: i16 = row.try_get("payload_version")?;
+            let payload: serde_json::Value = row.try_get("payload")?;
+            let owner = UserId::new(user_id)
+                .map_err(|_| ProjectionError::Corrupt(format!("log row with user_id {user_id}")))?;
+            let at = Pts::new(pts)
+                .ok_or_else(|| ProjectionError::Corrupt(format!("log row of user {user_id} with pts {pts}")))?;
+            let event = UserEvent::decode(&kind, version, payload)
+                .map_err(|source| ProjectionError::Decode { user_id, pts, source })?;
+            apply(&mut *conn, owner, at, &event).await?;
+            applied += 1;
+        }
+    }
+    sqlx::query("CLOSE ptslog_replay").execute(&mut *conn).await?;
+    Ok(applied)
+}

@@ -1,0 +1,676 @@
+# shellcheck shell=bash
+#
+# scripts/lib/services.sh - private Postgres / Redis (later: Kafka) instances
+# for ptslog development, tests and CI.
+#
+# Source this file (bash only); it defines functions and sets no shell options.
+#
+#   start_services      start Postgres + Redis (+ Kafka placeholder), export URLs
+#   start_postgres      private Postgres on 127.0.0.1:$PTSLOG_PG_PORT
+#   start_redis         private Redis    on 127.0.0.1:$PTSLOG_REDIS_PORT
+#   start_kafka         PLACEHOLDER (no-op) - the tansu broker will go here
+#   stop_services       stop the private instances (data is kept)
+#   services_status     print what is running where
+#   print_service_env   print `export ...` lines (for eval)
+#   ensure_apt_packages install missing Debian packages (apt-get update once)
+#   ensure_cargo        make sure cargo is on PATH
+#
+# Every function returns non-zero (with a message on stderr) on failure and
+# never calls `exit`, so the file can also be sourced by an interactive shell.
+#
+# Configuration (environment, all optional):
+#   PTSLOG_DATA_DIR          data folder               (default <repo>/.data)
+#   PTSLOG_PG_PORT           Postgres port             (default 55432)
+#   PTSLOG_PG_DB             application database      (default ptslog)
+#   PTSLOG_PG_DIR            Postgres base dir (holds data/ and postgres.log);
+#                            default $PTSLOG_DATA_DIR/pg, or
+#                            /tmp/ptslog-pg-<hash> when the postgres OS user
+#                            cannot reach $PTSLOG_DATA_DIR (running as root)
+#   PTSLOG_PG_BINDIR         Postgres binaries         (default: autodetect)
+#   PTSLOG_PG_OS_USER        OS user running Postgres when we are root
+#                            (default postgres)
+#   PTSLOG_REDIS_PORT        Redis port                (default 56379)
+#   PTSLOG_SERVICE_TIMEOUT   seconds to wait for readiness (default 60)
+#
+# Exported after start:
+#   DATABASE_URL             postgres://postgres@127.0.0.1:<port>/ptslog
+#   PTSLOG_TEST_DATABASE_URL postgres://postgres@127.0.0.1:<port>/postgres
+#   REDIS_URL                redis://127.0.0.1:<port>
+#   PTSLOG_TEST_REDIS_URL    redis://127.0.0.1:<port>
+
+if [ -z "${BASH_VERSION:-}" ]; then
+    echo "scripts/lib/services.sh requires bash" >&2
+    # shellcheck disable=SC2317
+    return 1 2>/dev/null || exit 1
+fi
+
+# ---------------------------------------------------------------------------
+# generic helpers
+# ---------------------------------------------------------------------------
+
+ptslog_log() { printf '[ptslog] %s\n' "$*" >&2; }
+ptslog_err() { printf '[ptslog] ERROR: %s\n' "$*" >&2; }
+
+# _ptslog_tail FILE [N] - print the last N lines of a log file to stderr.
+_ptslog_tail() {
+    local f=$1 n=${2:-40}
+    if [ -r "$f" ]; then
+        printf '[ptslog] ---- last %s lines of %s ----\n' "$n" "$f" >&2
+        tail -n "$n" "$f" >&2 || true
+        printf '[ptslog] ---- end of %s ----\n' "$f" >&2
+    else
+        printf '[ptslog] (log file %s does not exist)\n' "$f" >&2
+    fi
+}
+
+# Repository root = two levels above this file.
+PTSLOG_ROOT=${PTSLOG_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+
+# _ptslog_init_paths - compute (and create) the data folder, set defaults.
+_ptslog_init_paths() {
+    PTSLOG_DATA_DIR=${PTSLOG_DATA_DIR:-$PTSLOG_ROOT/.data}
+    PTSLOG_PG_PORT=${PTSLOG_PG_PORT:-55432}
+    PTSLOG_PG_DB=${PTSLOG_PG_DB:-ptslog}
+    PTSLOG_PG_OS_USER=${PTSLOG_PG_OS_USER:-postgres}
+    PTSLOG_REDIS_PORT=${PTSLOG_REDIS_PORT:-56379}
+    PTSLOG_SERVICE_TIMEOUT=${PTSLOG_SERVICE_TIMEOUT:-60}
+    if ! mkdir -p "$PTSLOG_DATA_DIR"; then
+        ptslog_err "cannot create data folder $PTSLOG_DATA_DIR"
+        return 1
+    fi
+    # make it absolute
+    PTSLOG_DATA_DIR=$(cd "$PTSLOG_DATA_DIR" && pwd) || return 1
+    export PTSLOG_DATA_DIR
+}
+
+_ptslog_is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# _ptslog_privileged CMD... - run CMD as root (directly, or via sudo -n).
+_ptslog_privileged() {
+    if _ptslog_is_root; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        sudo -n "$@"
+    else
+        ptslog_err "need root to run: $* (not root and no password-less sudo)"
+        return 1
+    fi
+}
+
+# _ptslog_with_lock CMD... - run CMD while holding $PTSLOG_DATA_DIR/.services.lock
+# so that concurrent `scripts/test` runs don't race on initdb / startup.
+# fd 9 is the lock; daemons are started with `9>&-` so they don't keep it.
+_ptslog_with_lock() {
+    local rc=0
+    if ! command -v flock >/dev/null 2>&1; then
+        "$@"
+        return
+    fi
+    exec 9>"$PTSLOG_DATA_DIR/.services.lock" || return 1
+    if ! flock -w 300 9; then
+        exec 9>&-
+        ptslog_err "timed out waiting for $PTSLOG_DATA_DIR/.services.lock"
+        return 1
+    fi
+    "$@" || rc=$?
+    flock -u 9 || true
+    exec 9>&-
+    return "$rc"
+}
+
+# ---------------------------------------------------------------------------
+# packages / toolchain
+# ---------------------------------------------------------------------------
+
+_PTSLOG_APT_UPDATED=${_PTSLOG_APT_UPDATED:-0}
+
+# ensure_apt_packages PKG... - apt-get install the packages that are missing.
+ensure_apt_packages() {
+    local missing=() p
+    for p in "$@"; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+            missing+=("$p")
+        fi
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        ptslog_err "missing packages: ${missing[*]} (no apt-get here - install them manually)"
+        return 1
+    fi
+    ptslog_log "installing missing packages: ${missing[*]}"
+    if [ "$_PTSLOG_APT_UPDATED" != 1 ]; then
+        _ptslog_privileged env DEBIAN_FRONTEND=noninteractive apt-get update -q || {
+            ptslog_err "apt-get update failed"
+            return 1
+        }
+        _PTSLOG_APT_UPDATED=1
+    fi
+    _ptslog_privileged env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends "${missing[@]}" || {
+        ptslog_err "apt-get install ${missing[*]} failed"
+        return 1
+    }
+}
+
+# ensure_cargo - make sure `cargo` is on PATH (sources ~/.cargo/env if needed).
+ensure_cargo() {
+    if ! command -v cargo >/dev/null 2>&1; then
+        local envf
+        for envf in "${CARGO_HOME:-$HOME/.cargo}/env" "$HOME/.cargo/env" /usr/local/cargo/env; do
+            if [ -f "$envf" ]; then
+                # shellcheck disable=SC1090
+                . "$envf"
+                break
+            fi
+        done
+    fi
+    if ! command -v cargo >/dev/null 2>&1; then
+        for d in "${CARGO_HOME:-$HOME/.cargo}/bin" /usr/local/cargo/bin; do
+            if [ -x "$d/cargo" ]; then
+                PATH="$d:$PATH"
+                export PATH
+                break
+            fi
+        done
+    fi
+    if ! command -v cargo >/dev/null 2>&1; then
+        ptslog_err "cargo not found. Install the Rust toolchain (>= 1.80) with rustup:"
+        ptslog_err "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y"
+        ptslog_err "  . \"\$HOME/.cargo/env\""
+        ptslog_err "(Debian's apt 'cargo' package is too old for this workspace.)"
+        return 1
+    fi
+}
+
+# ---------------------------------------------------------------------------
+# Postgres
+# ---------------------------------------------------------------------------
+
+_pg_bindir_ok() { [ -n "$1" ] && [ -x "$1/initdb" ] && [ -x "$1/pg_ctl" ] && [ -x "$1/postgres" ]; }
+
+# _pg_find_bindir - set _PG_BIN to a directory containing initdb/pg_ctl/postgres.
+# Honours PTSLOG_PG_BINDIR; if the cluster in $_PG_DATA already exists, the
+# binaries of its major version are required.
+_pg_find_bindir() {
+    local d want_ver="" have_ver cands=()
+    if [ -n "${PTSLOG_PG_BINDIR:-}" ]; then
+        if _pg_bindir_ok "$PTSLOG_PG_BINDIR"; then
+            _PG_BIN=$PTSLOG_PG_BINDIR
+            return 0
+        fi
+        ptslog_err "PTSLOG_PG_BINDIR=$PTSLOG_PG_BINDIR does not contain initdb/pg_ctl/postgres"
+        return 1
+    fi
+    if [ -n "${_PG_DATA:-}" ] && [ -r "$_PG_DATA/PG_VERSION" ]; then
+        want_ver=$(cat "$_PG_DATA/PG_VERSION")
+    fi
+    [ -n "$want_ver" ] && cands+=("/usr/lib/postgresql/$want_ver/bin")
+    if command -v pg_config >/dev/null 2>&1; then
+        cands+=("$(pg_config --bindir 2>/dev/null || true)")
+    fi
+    # newest /usr/lib/postgresql/*/bin first
+    while IFS= read -r d; do
+        cands+=("$d")
+    done < <(printf '%s\n' /usr/lib/postgresql/*/bin | grep -v '\*' | sort -rV)
+    cands+=(/usr/local/pgsql/bin)
+    d=$(command -v initdb 2>/dev/null || true)
+    [ -n "$d" ] && cands+=("$(dirname "$d")")
+    for d in "${cands[@]}"; do
+        _pg_bindir_ok "$d" || continue
+        if [ -n "$want_ver" ]; then
+            have_ver=$("$d/postgres" --version 2>/dev/null | sed -E 's/^[^0-9]*([0-9]+).*/\1/')
+            if [ "$have_ver" != "$want_ver" ]; then
+                ptslog_err "the cluster in $_PG_DATA is PostgreSQL $want_ver, but only $d ($have_ver) is available;"
+                ptslog_err "stop it and remove $_PG_BASE to re-initialise (or set PTSLOG_PG_BINDIR)"
+                return 1
+            fi
+        fi
+        _PG_BIN=$d
+        return 0
+    done
+    return 1
+}
+
+# _pg_ensure_installed - find the binaries, apt-get install postgresql if needed.
+_pg_ensure_installed() {
+    if _pg_find_bindir 2>/dev/null; then return 0; fi
+    if [ -n "${PTSLOG_PG_BINDIR:-}" ]; then _pg_find_bindir; return 1; fi
+    ptslog_log "PostgreSQL server binaries not found - installing the 'postgresql' package"
+    # Debian 12's postgresql-15 ships contrib (pg_trgm, btree_gin).
+    ensure_apt_packages postgresql || return 1
+    if ! _pg_find_bindir; then
+        ptslog_err "PostgreSQL installed but initdb/pg_ctl still not found (set PTSLOG_PG_BINDIR)"
+        return 1
+    fi
+}
+
+# _pg_as_owner CMD... - run CMD as the OS user owning the cluster, from /.
+_pg_as_owner() {
+    if _ptslog_is_root; then
+        if command -v runuser >/dev/null 2>&1; then
+            (cd / && runuser -u "$PTSLOG_PG_OS_USER" -- "$@")
+        else
+            local q
+            q=$(printf '%q ' "$@")
+            (cd / && su "$PTSLOG_PG_OS_USER" -s /bin/sh -c "$q")
+        fi
+    else
+        (cd / && "$@")
+    fi
+}
+
+# _pg_choose_dir - set _PG_BASE / _PG_DATA / _PG_LOG.
+_pg_choose_dir() {
+    local base
+    if [ -n "${PTSLOG_PG_DIR:-}" ]; then
+        base=$PTSLOG_PG_DIR
+    elif ! _ptslog_is_root; then
+        base=$PTSLOG_DATA_DIR/pg
+    else
+        if ! id -u "$PTSLOG_PG_OS_USER" >/dev/null 2>&1; then
+            ptslog_log "creating system user $PTSLOG_PG_OS_USER"
+            useradd --system --user-group --no-create-home --home-dir /var/lib/postgresql \
+                --shell /bin/bash "$PTSLOG_PG_OS_USER" || {
+                ptslog_err "cannot create OS user $PTSLOG_PG_OS_USER"
+                return 1
+            }
+        fi
+        # The data folder is ours: make it traversable. Its parents are not
+        # touched - if they are closed (e.g. /root is 0700) we fall back to /tmp.
+        chmod o+x "$PTSLOG_DATA_DIR" 2>/dev/null || true
+        if _pg_as_owner test -x "$PTSLOG_DATA_DIR" 2>/dev/null; then
+            base=$PTSLOG_DATA_DIR/pg
+        else
+            base=/tmp/ptslog-pg-$(printf '%s' "$PTSLOG_DATA_DIR" | sha256sum | cut -c1-12)
+            ptslog_log "user $PTSLOG_PG_OS_USER cannot reach $PTSLOG_DATA_DIR; Postgres lives in $base"
+            if [ ! -e "$PTSLOG_DATA_DIR/pg" ] && [ ! -L "$PTSLOG_DATA_DIR/pg" ]; then
+                ln -s "$base" "$PTSLOG_DATA_DIR/pg" 2>/dev/null || true
+            fi
+        fi
+    fi
+    _PG_BASE=$base
+    _PG_DATA=$base/data
+    _PG_LOG=$base/postgres.log
+}
+
+# _pg_prepare_base - create the base dir with the right owner/permissions.
+_pg_prepare_base() {
+    mkdir -p "$_PG_BASE" || { ptslog_err "cannot create $_PG_BASE"; return 1; }
+    if _ptslog_is_root; then
+        local owner
+        owner=$(stat -c %U "$_PG_BASE")
+        if [ "$owner" != "$PTSLOG_PG_OS_USER" ]; then
+            case $_PG_BASE in
+            /tmp/*)
+                if [ "$owner" != root ]; then
+                    ptslog_err "$_PG_BASE is owned by '$owner' (expected root or $PTSLOG_PG_OS_USER); refusing to use it"
+                    return 1
+                fi
+                ;;
+            esac
+            chown -R "$PTSLOG_PG_OS_USER:" "$_PG_BASE" || return 1
+        fi
+        chmod 0755 "$_PG_BASE" || return 1
+    fi
+}
+
+# _pg_conf_text - the settings we enforce (written to $PGDATA/ptslog.conf).
+_pg_conf_text() {
+    local sock=$_PG_DATA shm_kb dsm=posix
+    # Unix socket path must fit in sun_path (107 bytes); otherwise TCP only.
+    if [ $((${#sock} + 20)) -gt 107 ]; then sock=""; fi
+    # A small /dev/shm (docker default: 64MB) breaks parallel queries.
+    shm_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR==2 {print $2}')
+    if [ -z "$shm_kb" ] || [ "$shm_kb" -lt 1048576 ]; then dsm=mmap; fi
+    cat <<EOF
+# Managed by scripts/lib/services.sh - rewritten on every start, do not edit.
+listen_addresses = '127.0.0.1'
+port = $PTSLOG_PG_PORT
+unix_socket_directories = '$sock'
+max_connections = 300
+shared_buffers = 256MB
+dynamic_shared_memory_type = $dsm
+wal_level = logical
+max_wal_senders = 10
+max_replication_slots = 10
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+timezone = 'UTC'
+log_timezone = 'UTC'
+logging_collector = off
+log_line_prefix = '%m [%p] %q%u@%d '
+EOF
+}
+
+_pg_is_ours_running() {
+    [ -f "$_PG_DATA/PG_VERSION" ] && _pg_as_owner "$_PG_BIN/pg_ctl" -D "$_PG_DATA" status >/dev/null 2>&1
+}
+
+_pg_ready() {
+    "$_PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PTSLOG_PG_PORT" -U postgres -d postgres -t 2 >/dev/null 2>&1
+}
+
+_pg_psql() {
+    "$_PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PTSLOG_PG_PORT" -U postgres "$@"
+}
+
+# _pg_wait_ready - poll until Postgres accepts connections.
+_pg_wait_ready() {
+    local i
+    for ((i = 0; i < PTSLOG_SERVICE_TIMEOUT * 2; i++)); do
+        if _pg_ready && _pg_psql -d postgres -tAc 'select 1' >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    ptslog_err "Postgres did not become ready on 127.0.0.1:$PTSLOG_PG_PORT within ${PTSLOG_SERVICE_TIMEOUT}s"
+    _ptslog_tail "$_PG_LOG"
+    return 1
+}
+
+_pg_initdb() {
+    local locale=C
+    if locale -a 2>/dev/null | grep -qiE '^c\.utf-?8$'; then locale=C.UTF-8; fi
+    ptslog_log "initialising Postgres cluster in $_PG_DATA"
+    if ! _pg_as_owner "$_PG_BIN/initdb" -D "$_PG_DATA" -U postgres --auth=trust \
+        --encoding=UTF8 --locale="$locale" >"$_PG_BASE/initdb.log" 2>&1; then
+        ptslog_err "initdb failed"
+        _ptslog_tail "$_PG_BASE/initdb.log"
+        return 1
+    fi
+    # trust for local sockets and loopback TCP (incl. replication)
+    cat >"$_PG_DATA/pg_hba.conf" <<'EOF'
+# Managed by scripts/lib/services.sh (private development/test instance).
+# TYPE  DATABASE     USER  ADDRESS        METHOD
+local   all          all                  trust
+host    all          all   127.0.0.1/32   trust
+host    all          all   ::1/128        trust
+local   replication  all                  trust
+host    replication  all   127.0.0.1/32   trust
+host    replication  all   ::1/128        trust
+EOF
+    printf "\n# ptslog private instance settings\ninclude_if_exists = 'ptslog.conf'\n" >>"$_PG_DATA/postgresql.conf"
+    if _ptslog_is_root; then chown "$PTSLOG_PG_OS_USER:" "$_PG_DATA/pg_hba.conf" "$_PG_DATA/postgresql.conf"; fi
+}
+
+_pg_write_conf() {
+    _pg_conf_text >"$_PG_DATA/ptslog.conf" || return 1
+    if _ptslog_is_root; then chown "$PTSLOG_PG_OS_USER:" "$_PG_DATA/ptslog.conf"; fi
+    chmod 0600 "$_PG_DATA/ptslog.conf"
+}
+
+_pg_export_env() {
+    DATABASE_URL=postgres://postgres@127.0.0.1:$PTSLOG_PG_PORT/$PTSLOG_PG_DB
+    PTSLOG_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PTSLOG_PG_PORT/postgres
+    export DATABASE_URL PTSLOG_TEST_DATABASE_URL PTSLOG_PG_PORT
+}
+
+_start_postgres_locked() {
+    local pg_ctl=$_PG_BIN/pg_ctl
+
+    if _pg_is_ours_running; then
+        # Reuse; but restart if the enforced settings changed (e.g. new port).
+        if [ "$(_pg_conf_text)" != "$(cat "$_PG_DATA/ptslog.conf" 2>/dev/null)" ]; then
+            ptslog_log "Postgres settings changed - restarting the private instance"
+            _pg_write_conf || return 1
+            if ! _pg_as_owner "$pg_ctl" -D "$_PG_DATA" -l "$_PG_LOG" -w -t "$PTSLOG_SERVICE_TIMEOUT" \
+                -m fast restart >/dev/null 9>&-; then
+                ptslog_err "Postgres restart failed"
+                _ptslog_tail "$_PG_LOG"
+                return 1
+            fi
+        else
+            ptslog_log "Postgres already running ($_PG_DATA, port $PTSLOG_PG_PORT) - reusing it"
+        fi
+    elif _pg_ready; then
+        ptslog_log "something already serves Postgres on 127.0.0.1:$PTSLOG_PG_PORT (not $_PG_DATA) - reusing it"
+    else
+        if [ ! -f "$_PG_DATA/PG_VERSION" ]; then
+            if [ -d "$_PG_DATA" ] && [ -n "$(ls -A "$_PG_DATA" 2>/dev/null)" ]; then
+                ptslog_err "$_PG_DATA exists but is not a Postgres cluster; remove it"
+                return 1
+            fi
+            _pg_initdb || return 1
+        fi
+        _pg_write_conf || return 1
+        if _ptslog_is_root; then
+            touch "$_PG_LOG" || return 1
+            chown "$PTSLOG_PG_OS_USER:" "$_PG_LOG" || return 1
+        fi
+        ptslog_log "starting Postgres on 127.0.0.1:$PTSLOG_PG_PORT (data $_PG_DATA, log $_PG_LOG)"
+        if ! _pg_as_owner "$pg_ctl" -D "$_PG_DATA" -l "$_PG_LOG" -w -t "$PTSLOG_SERVICE_TIMEOUT" \
+            start >/dev/null 9>&-; then
+            ptslog_err "Postgres failed to start (port $PTSLOG_PG_PORT in use by something else?)"
+            _ptslog_tail "$_PG_LOG"
+            return 1
+        fi
+    fi
+
+    _pg_wait_ready || return 1
+
+    local wal
+    wal=$(_pg_psql -d postgres -tAc 'show wal_level' 2>/dev/null || true)
+    if [ "$wal" != logical ]; then
+        ptslog_log "WARNING: Postgres on port $PTSLOG_PG_PORT has wal_level=$wal (expected logical)"
+    fi
+    local ext
+    ext=$(_pg_psql -d postgres -tAc "select count(*) from pg_available_extensions where name in ('pg_trgm','btree_gin')" 2>/dev/null || echo 0)
+    if [ "$ext" != 2 ]; then
+        ptslog_log "WARNING: extensions pg_trgm/btree_gin are not available (install postgresql-contrib)"
+    fi
+
+    if [ "$(_pg_psql -d postgres -tAc "select 1 from pg_database where datname = '$PTSLOG_PG_DB'")" != 1 ]; then
+        ptslog_log "creating database $PTSLOG_PG_DB"
+        if ! _pg_psql -d postgres -c "create database \"$PTSLOG_PG_DB\""; then
+            # lost a race with a concurrent creator?
+            if [ "$(_pg_psql -d postgres -tAc "select 1 from pg_database where datname = '$PTSLOG_PG_DB'")" != 1 ]; then
+                ptslog_err "cannot create database $PTSLOG_PG_DB"
+                return 1
+            fi
+        fi
+    fi
+}
+
+# start_postgres - start (or reuse) the private Postgres and export its URLs.
+start_postgres() {
+    _ptslog_init_paths || return 1
+    _PG_DATA=""
+    _pg_ensure_installed || return 1 # first: the package creates the postgres user
+    _pg_choose_dir || return 1
+    _pg_find_bindir || return 1 # again: match the major version of an existing cluster
+    _pg_prepare_base || return 1
+    _ptslog_with_lock _start_postgres_locked || return 1
+    _pg_export_env
+    ptslog_log "Postgres ready: $DATABASE_URL"
+}
+
+stop_postgres() {
+    _ptslog_init_paths || return 1
+    _pg_choose_dir || return 1
+    if [ ! -f "$_PG_DATA/PG_VERSION" ]; then
+        ptslog_log "no private Postgres cluster in $_PG_DATA"
+        return 0
+    fi
+    _pg_find_bindir || { ptslog_err "Postgres binaries not found"; return 1; }
+    if _pg_is_ours_running; then
+        ptslog_log "stopping Postgres ($_PG_DATA)"
+        if ! _pg_as_owner "$_PG_BIN/pg_ctl" -D "$_PG_DATA" -w -t "$PTSLOG_SERVICE_TIMEOUT" -m fast stop >/dev/null; then
+            ptslog_err "pg_ctl stop failed"
+            _ptslog_tail "$_PG_LOG"
+            return 1
+        fi
+    else
+        ptslog_log "private Postgres ($_PG_DATA) is not running"
+    fi
+}
+
+# ---------------------------------------------------------------------------
+# Redis
+# ---------------------------------------------------------------------------
+
+_redis_ensure_installed() {
+    if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
+        return 0
+    fi
+    ptslog_log "redis-server/redis-cli not found - installing the 'redis-server' package"
+    ensure_apt_packages redis-server redis-tools || return 1
+    command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1
+}
+
+_redis_paths() {
+    _REDIS_DIR=$PTSLOG_DATA_DIR/redis
+    _REDIS_LOG=$_REDIS_DIR/redis.log
+    _REDIS_PID=$_REDIS_DIR/redis.pid
+}
+
+_redis_ping() {
+    [ "$(redis-cli -h 127.0.0.1 -p "$PTSLOG_REDIS_PORT" ping 2>/dev/null)" = PONG ]
+}
+
+# pid from our pidfile if that process is alive and is a redis-server
+_redis_our_pid() {
+    local pid
+    [ -r "$_REDIS_PID" ] || return 1
+    pid=$(cat "$_REDIS_PID" 2>/dev/null)
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    grep -q redis "/proc/$pid/comm" 2>/dev/null || return 1
+    printf '%s\n' "$pid"
+}
+
+_start_redis_locked() {
+    if _redis_ping; then
+        if _redis_our_pid >/dev/null; then
+            ptslog_log "Redis already running on 127.0.0.1:$PTSLOG_REDIS_PORT - reusing it"
+        else
+            ptslog_log "something already serves Redis on 127.0.0.1:$PTSLOG_REDIS_PORT (not ours) - reusing it"
+        fi
+        return 0
+    fi
+    rm -f "$_REDIS_PID"
+    ptslog_log "starting Redis on 127.0.0.1:$PTSLOG_REDIS_PORT (dir $_REDIS_DIR, log $_REDIS_LOG)"
+    if ! (cd "$_REDIS_DIR" && redis-server \
+        --port "$PTSLOG_REDIS_PORT" --bind 127.0.0.1 \
+        --save "" --appendonly no \
+        --daemonize yes \
+        --dir "$_REDIS_DIR" \
+        --logfile "$_REDIS_LOG" \
+        --pidfile "$_REDIS_PID" </dev/null >/dev/null 2>&1 9>&-); then
+        ptslog_err "redis-server failed to start"
+        _ptslog_tail "$_REDIS_LOG"
+        return 1
+    fi
+    local i
+    for ((i = 0; i < PTSLOG_SERVICE_TIMEOUT * 4; i++)); do
+        _redis_ping && return 0
+        sleep 0.25
+    done
+    ptslog_err "Redis did not answer PING on 127.0.0.1:$PTSLOG_REDIS_PORT within ${PTSLOG_SERVICE_TIMEOUT}s"
+    _ptslog_tail "$_REDIS_LOG"
+    return 1
+}
+
+# start_redis - start (or reuse) the private Redis and export its URLs.
+start_redis() {
+    _ptslog_init_paths || return 1
+    _redis_ensure_installed || return 1
+    _redis_paths
+    mkdir -p "$_REDIS_DIR" || return 1
+    _ptslog_with_lock _start_redis_locked || return 1
+    REDIS_URL=redis://127.0.0.1:$PTSLOG_REDIS_PORT
+    PTSLOG_TEST_REDIS_URL=$REDIS_URL
+    export REDIS_URL PTSLOG_TEST_REDIS_URL PTSLOG_REDIS_PORT
+    ptslog_log "Redis ready: $REDIS_URL"
+}
+
+stop_redis() {
+    _ptslog_init_paths || return 1
+    _redis_paths
+    local pid i
+    if ! pid=$(_redis_our_pid); then
+        ptslog_log "private Redis ($_REDIS_DIR) is not running"
+        return 0
+    fi
+    ptslog_log "stopping Redis (pid $pid, port $PTSLOG_REDIS_PORT)"
+    redis-cli -h 127.0.0.1 -p "$PTSLOG_REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    for ((i = 0; i < 40; i++)); do
+        kill -0 "$pid" 2>/dev/null || { rm -f "$_REDIS_PID"; return 0; }
+        sleep 0.25
+    done
+    ptslog_log "Redis (pid $pid) ignored SHUTDOWN - sending SIGTERM"
+    kill "$pid" 2>/dev/null || true
+    for ((i = 0; i < 40; i++)); do
+        kill -0 "$pid" 2>/dev/null || { rm -f "$_REDIS_PID"; return 0; }
+        sleep 0.25
+    done
+    ptslog_err "could not stop Redis (pid $pid)"
+    return 1
+}
+
+# ---------------------------------------------------------------------------
+# Kafka (tansu)
+# ---------------------------------------------------------------------------
+
+# start_kafka - PLACEHOLDER, intentionally does nothing yet.
+#
+# A later issue will start a private tansu broker (Kafka-compatible, backed
+# by the private Postgres) here, following the same pattern as start_redis:
+# data under $PTSLOG_DATA_DIR/kafka, a dedicated port (PTSLOG_KAFKA_PORT),
+# a wait-until-ready loop, and exported KAFKA_BROKERS / PTSLOG_TEST_KAFKA_BROKERS.
+# stop_kafka must then stop it again.
+start_kafka() {
+    return 0
+}
+
+# stop_kafka - PLACEHOLDER counterpart of start_kafka; does nothing yet.
+stop_kafka() {
+    return 0
+}
+
+# ---------------------------------------------------------------------------
+# all services
+# ---------------------------------------------------------------------------
+
+start_services() {
+    start_postgres || return 1
+    start_redis || return 1
+    start_kafka || return 1
+}
+
+stop_services() {
+    local rc=0
+    stop_kafka || rc=1
+    stop_redis || rc=1
+    stop_postgres || rc=1
+    return "$rc"
+}
+
+print_service_env() {
+    local v
+    for v in DATABASE_URL PTSLOG_TEST_DATABASE_URL REDIS_URL PTSLOG_TEST_REDIS_URL; do
+        if [ -n "${!v:-}" ]; then printf 'export %s=%q\n' "$v" "${!v}"; fi
+    done
+}
+
+services_status() {
+    _ptslog_init_paths || return 1
+    _pg_choose_dir || return 1
+    _redis_paths
+    local pg="not running" redis="not running"
+    if _pg_find_bindir 2>/dev/null; then
+        if _pg_is_ours_running; then
+            pg="running (private, $_PG_DATA)"
+        elif _pg_ready; then
+            pg="answering, but not the private cluster $_PG_DATA"
+        fi
+    else
+        pg="binaries not installed"
+    fi
+    if command -v redis-cli >/dev/null 2>&1 && _redis_ping; then
+        if _redis_our_pid >/dev/null; then redis="running (private, $_REDIS_DIR)"; else redis="answering, but not ours"; fi
+    fi
+    printf 'data dir : %s\n' "$PTSLOG_DATA_DIR"
+    printf 'postgres : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_PG_PORT" "$pg" "$_PG_LOG"
+    printf 'redis    : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_REDIS_PORT" "$redis" "$_REDIS_LOG"
+    printf 'kafka    : not implemented yet (start_kafka placeholder)\n'
+}
