@@ -99,7 +99,7 @@ _ptslog_privileged() {
 
 # _ptslog_with_lock CMD... - run CMD while holding $PTSLOG_DATA_DIR/.services.lock
 # so that concurrent `scripts/test` runs don't race on initdb / startup.
-# fd 9 is the lock; daemons are started with `9>&-` so they don't keep it.
+# fd 9 is the lock; daemons are started via _ptslog_spawn so they don't keep it.
 _ptslog_with_lock() {
     local rc=0
     if ! command -v flock >/dev/null 2>&1; then
@@ -116,6 +116,20 @@ _ptslog_with_lock() {
     flock -u 9 || true
     exec 9>&-
     return "$rc"
+}
+
+# _ptslog_spawn CMD... - run CMD (which starts a daemon) with stdin from
+# /dev/null and every fd above 2 closed, so the daemon does not keep our lock
+# or some pipe of the caller (e.g. a CI runner's) open forever.
+_ptslog_spawn() {
+    (
+        for fdp in /proc/self/fd/*; do
+            fd=${fdp##*/}
+            case $fd in 0 | 1 | 2 | *[!0-9]*) continue ;; esac
+            eval "exec $fd>&-" 2>/dev/null || true
+        done
+        "$@" </dev/null # may be a shell function, so no exec
+    )
 }
 
 # ---------------------------------------------------------------------------
@@ -414,8 +428,8 @@ _start_postgres_locked() {
         if [ "$(_pg_conf_text)" != "$(cat "$_PG_DATA/ptslog.conf" 2>/dev/null)" ]; then
             ptslog_log "Postgres settings changed - restarting the private instance"
             _pg_write_conf || return 1
-            if ! _pg_as_owner "$pg_ctl" -D "$_PG_DATA" -l "$_PG_LOG" -w -t "$PTSLOG_SERVICE_TIMEOUT" \
-                -m fast restart >/dev/null 9>&-; then
+            if ! _ptslog_spawn _pg_as_owner "$pg_ctl" -D "$_PG_DATA" -l "$_PG_LOG" -w \
+                -t "$PTSLOG_SERVICE_TIMEOUT" -m fast restart >/dev/null; then
                 ptslog_err "Postgres restart failed"
                 _ptslog_tail "$_PG_LOG"
                 return 1
@@ -439,8 +453,8 @@ _start_postgres_locked() {
             chown "$PTSLOG_PG_OS_USER:" "$_PG_LOG" || return 1
         fi
         ptslog_log "starting Postgres on 127.0.0.1:$PTSLOG_PG_PORT (data $_PG_DATA, log $_PG_LOG)"
-        if ! _pg_as_owner "$pg_ctl" -D "$_PG_DATA" -l "$_PG_LOG" -w -t "$PTSLOG_SERVICE_TIMEOUT" \
-            start >/dev/null 9>&-; then
+        if ! _ptslog_spawn _pg_as_owner "$pg_ctl" -D "$_PG_DATA" -l "$_PG_LOG" -w \
+            -t "$PTSLOG_SERVICE_TIMEOUT" start >/dev/null; then
             ptslog_err "Postgres failed to start (port $PTSLOG_PG_PORT in use by something else?)"
             _ptslog_tail "$_PG_LOG"
             return 1
@@ -549,13 +563,13 @@ _start_redis_locked() {
     fi
     rm -f "$_REDIS_PID"
     ptslog_log "starting Redis on 127.0.0.1:$PTSLOG_REDIS_PORT (dir $_REDIS_DIR, log $_REDIS_LOG)"
-    if ! (cd "$_REDIS_DIR" && redis-server \
+    if ! (cd "$_REDIS_DIR" && _ptslog_spawn redis-server \
         --port "$PTSLOG_REDIS_PORT" --bind 127.0.0.1 \
         --save "" --appendonly no \
         --daemonize yes \
         --dir "$_REDIS_DIR" \
         --logfile "$_REDIS_LOG" \
-        --pidfile "$_REDIS_PID" </dev/null >/dev/null 2>&1 9>&-); then
+        --pidfile "$_REDIS_PID" >/dev/null 2>&1); then
         ptslog_err "redis-server failed to start"
         _ptslog_tail "$_REDIS_LOG"
         return 1

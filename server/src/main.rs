@@ -1,1 +1,57 @@
-fn main(){}
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use ptslog_server::cli::{Cli, Command, ProjectionsCommand};
+use ptslog_server::Config;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt().with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))).init();
+    match run().await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ptslog: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let config = Config::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Serve => {
+            let running = ptslog_server::start(&config).await?;
+            tracing::info!(addr = %running.addr, "ptslog is serving");
+            tokio::select! {
+                r = running.task => { r.context("server task")?.context("HTTP server")?; }
+                _ = tokio::signal::ctrl_c() => { tracing::info!("shutting down"); }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Migrate => {
+            let pool = infrastructure::postgres::connect(&config.database_url, 2).await?;
+            infrastructure::postgres::migrate(&pool).await?;
+            println!("migrations applied");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Projections { command } => {
+            let pool = infrastructure::postgres::connect(&config.database_url, 4).await?;
+            infrastructure::postgres::migrate(&pool).await?;
+            match command {
+                ProjectionsCommand::Rebuild => {
+                    let report = projections::rebuild::rebuild_all(&pool).await?;
+                    println!("{report}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                ProjectionsCommand::Verify => {
+                    let report = projections::verify::verify(&pool).await?;
+                    println!("{report}");
+                    Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+                }
+            }
+        }
+    }
+}

@@ -1,1 +1,3 @@
+//! Integration tests of the whole server over HTTP, against real Postgres and Redis.
 
+mod api;

@@ -1,1 +1,212 @@
+//! Test harness: a fresh database per test (cloned from a migrated template), a real ptslog server on
+//! a free port, and HTTP devices that talk to it.
 
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Context};
+use ptslog_server::Config;
+use rand::Rng;
+use serde_json::{json, Value};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{Connection, PgConnection, PgPool};
+
+pub fn admin_url() -> String {
+    std::env::var("PTSLOG_TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+pub fn redis_url() -> String {
+    std::env::var("PTSLOG_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// The URL of another database on the admin server.
+pub fn database_url(name: &str) -> String {
+    let admin = admin_url();
+    let (base, query) = match admin.split_once('?') {
+        Some((b, q)) => (b.to_string(), format!("?{q}")),
+        None => (admin.clone(), String::new()),
+    };
+    let cut = base.rfind('/').map(|i| i + 1).unwrap_or(base.len());
+    format!("{}{}{}", &base[..cut], name, query)
+}
+
+fn migrations_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../migrations")
+}
+
+/// A template database with every migration applied, named by a hash of the migrations so a
+/// changed schema gets a new template. Creation is serialized by an advisory lock, across processes.
+async fn template() -> anyhow::Result<String> {
+    let mut files: Vec<_> = std::fs::read_dir(migrations_dir())?.filter_map(Result::ok).map(|e| e.path()).collect();
+    files.sort();
+    let mut h = DefaultHasher::new();
+    for f in &files {
+        std::fs::read(f)?.hash(&mut h);
+    }
+    let name = format!("ptslog_tpl_{:016x}", h.finish());
+    let mut admin = PgConnection::connect(&admin_url()).await.context("connecting to the test Postgres (PTSLOG_TEST_DATABASE_URL)")?;
+    sqlx::query("SELECT pg_advisory_lock(8675309)").execute(&mut admin).await?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(&name)
+        .fetch_one(&mut admin)
+        .await?;
+    if !exists {
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await?;
+        let pool = infrastructure::postgres::connect(&database_url(&name), 2).await?;
+        let migrated = infrastructure::postgres::migrate(&pool).await;
+        pool.close().await;
+        if let Err(e) = migrated {
+            sqlx::query(&format!("DROP DATABASE {name}")).execute(&mut admin).await?;
+            return Err(anyhow!("migrating the template: {e}"));
+        }
+    }
+    sqlx::query("SELECT pg_advisory_unlock(8675309)").execute(&mut admin).await?;
+    Ok(name)
+}
+
+/// A new empty, migrated database; answers its name.
+pub async fn fresh_database() -> anyhow::Result<String> {
+    let tpl = template().await?;
+    let name = format!("ptslog_t_{:016x}", rand::thread_rng().gen::<u64>());
+    let mut admin = PgConnection::connect(&admin_url()).await?;
+    sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {tpl}")).execute(&mut admin).await?;
+    Ok(name)
+}
+
+pub async fn drop_database(name: &str) {
+    if let Ok(mut admin) = PgConnection::connect(&admin_url()).await {
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await;
+    }
+}
+
+/// Settings for a test server on a fresh database: a free port, its own Redis key prefix, and no
+/// send-rate limit unless a test sets one.
+pub fn test_config(db: &str) -> Config {
+    let mut vars = std::collections::HashMap::new();
+    vars.insert("DATABASE_URL".to_string(), database_url(db));
+    vars.insert("REDIS_URL".to_string(), redis_url());
+    vars.insert("PTSLOG_REDIS_PREFIX".to_string(), format!("test:{}:", db));
+    vars.insert("PTSLOG_HTTP_ADDR".to_string(), "127.0.0.1:0".to_string());
+    vars.insert("PTSLOG_SEND_RATE_PER_MINUTE".to_string(), "0".to_string());
+    vars.insert("PTSLOG_DB_MAX_CONNECTIONS".to_string(), "8".to_string());
+    Config::from_vars(&vars).expect("test config is valid")
+}
+
+/// A running server on its own database.
+pub struct TestServer {
+    pub base: String,
+    pub db: String,
+    pub pool: PgPool,
+    pub http: reqwest::Client,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl TestServer {
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Self {
+        let db = fresh_database().await.expect("fresh database");
+        let mut config = test_config(&db);
+        adjust(&mut config);
+        let running = ptslog_server::start(&config).await.expect("server starts");
+        let pool = PgPoolOptions::new().max_connections(4).connect(&database_url(&db)).await.expect("test pool");
+        Self {
+            base: format!("http://{}", running.addr),
+            db,
+            pool,
+            http: reqwest::Client::new(),
+            task: running.task,
+        }
+    }
+
+    /// Signs in (creating the account on first use) and answers a new device of it.
+    pub async fn login(&self, phone: &str, first_name: &str) -> Device {
+        let resp = self
+            .http
+            .post(format!("{}/v1/auth/login", self.base))
+            .json(&json!({"phone": phone, "first_name": first_name, "last_name": ""}))
+            .send()
+            .await
+            .expect("login request");
+        assert_eq!(resp.status(), 200, "login of {phone}");
+        let body: Value = resp.json().await.expect("login body");
+        Device {
+            base: self.base.clone(),
+            http: self.http.clone(),
+            token: body["token"].as_str().expect("token").to_string(),
+            user_id: body["user_id"].as_i64().expect("user_id"),
+        }
+    }
+
+    pub async fn stop(self) {
+        self.task.abort();
+        self.pool.close().await;
+        drop_database(&self.db).await;
+    }
+}
+
+/// One signed-in device.
+#[derive(Clone)]
+pub struct Device {
+    pub base: String,
+    pub http: reqwest::Client,
+    pub token: String,
+    pub user_id: i64,
+}
+
+impl Device {
+    /// Calls a method and answers (HTTP status, JSON body).
+    pub async fn call(&self, method: &str, params: Value) -> (u16, Value) {
+        let resp = self
+            .http
+            .post(format!("{}/v1/rpc/{method}", self.base))
+            .bearer_auth(&self.token)
+            .json(&params)
+            .send()
+            .await
+            .expect("rpc request");
+        let status = resp.status().as_u16();
+        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    /// Calls a method that must succeed.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        let (status, body) = self.call(method, params.clone()).await;
+        assert_eq!(status, 200, "{method} {params} answered {body}");
+        body
+    }
+
+    /// Calls a method that must fail; answers (status, error_message).
+    pub async fn rpc_err(&self, method: &str, params: Value) -> (u16, String) {
+        let (status, body) = self.call(method, params.clone()).await;
+        assert_ne!(status, 200, "{method} {params} should fail but answered {body}");
+        assert_eq!(body["_"], "rpc_error", "error body {body}");
+        assert_eq!(body["error_code"].as_u64(), Some(status as u64), "error code is the status: {body}");
+        (status, body["error_message"].as_str().unwrap_or_default().to_string())
+    }
+
+    /// The `inputPeerUser` of another account, found by phone as a client would.
+    pub async fn peer_of(&self, phone: &str) -> Value {
+        let r = self.rpc("contacts.resolvePhone", json!({"phone": phone})).await;
+        let user = &r["users"][0];
+        json!({"_": "inputPeerUser", "user_id": user["id"], "access_hash": user["access_hash"]})
+    }
+
+    /// Sends a text message; answers the `updateShortSentMessage`.
+    pub async fn send(&self, peer: &Value, text: &str) -> Value {
+        let random_id: i64 = rand::thread_rng().gen_range(1..i64::MAX);
+        self.rpc("messages.sendMessage", json!({"peer": peer, "message": text, "random_id": random_id})).await
+    }
+
+    pub async fn state(&self) -> Value {
+        self.rpc("updates.getState", json!({})).await
+    }
+}
+
+pub fn self_peer() -> Value {
+    json!({"_": "inputPeerSelf"})
+}

@@ -1,6 +1,7 @@
 //! Command handlers: each is one write transaction that appends the events of every affected
 //! account (projected inline) and answers with what the calling device needs.
 
+pub mod authenticate;
 pub mod block;
 pub mod delete_history;
 pub mod delete_messages;

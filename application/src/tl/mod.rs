@@ -8,6 +8,7 @@ mod input;
 mod message;
 mod misc;
 mod peer;
+mod rpc_error;
 mod update;
 mod user;
 
@@ -18,5 +19,6 @@ pub use from_event::{update_for_event, users_of_event};
 pub use message::{users_of_message, Message, MessageEmpty, MessageFwdHeader, MessageItem, MessageReplyHeader, Messages};
 pub use misc::{AffectedHistory, AffectedMessages, Blocked, OutboxReadDate, PeerBlocked, ResolvedPeer};
 pub use peer::Peer;
+pub use rpc_error::{tl_name, RpcError};
 pub use update::{Update, Updates};
 pub use user::User;

@@ -1,0 +1,127 @@
+use std::time::Duration;
+
+use application::ports::{Origin, Store, StoreError, WriteTx};
+use domain::events::{PeerBlocked, UserEvent};
+use domain::{AuthKeyId, Pts, SessionId, UserId};
+
+use crate::common::{bx, delete, send, TestDb};
+
+fn blocked(peer: UserId) -> UserEvent {
+    UserEvent::PeerBlocked(PeerBlocked { peer_id: peer, blocked: true, date: 1 })
+}
+
+#[tokio::test]
+async fn append_assigns_dense_pts_and_box_ids() {
+    let db = TestDb::new().await;
+    let (a, b) = (db.user("+100").await, db.user("+101").await);
+    for i in 0..3 {
+        let sent = send(&db.store, a, b, "hi", 1000 + i).await;
+        assert_eq!(sent.sender_box, bx(i + 1));
+        assert_eq!(sent.recipient_box, bx(i + 1));
+    }
+    assert_eq!(db.store.pts(a).await.unwrap(), Pts::new(3).unwrap());
+    delete(&db.store, a, vec![bx(1), bx(2)], None).await;
+    assert_eq!(db.store.pts(a).await.unwrap(), Pts::new(5).unwrap());
+    assert_eq!(db.store.pts(b).await.unwrap(), Pts::new(3).unwrap());
+
+    let events = db.store.events_after(a, Pts::ZERO, 100).await.unwrap();
+    let shape: Vec<(i32, i32)> = events.iter().map(|e| (e.pts.get(), e.pts_count)).collect();
+    assert_eq!(shape, vec![(1, 1), (2, 1), (3, 1), (5, 2)]);
+    assert!(events.iter().all(|e| e.date > 1_600_000_000));
+    let tail = db.store.events_after(a, Pts::new(2).unwrap(), 1).await.unwrap();
+    assert_eq!(tail.len(), 1);
+    assert_eq!(tail[0].pts.get(), 3);
+
+    // Within a transaction: current_pts moves with each append; the origin is recorded.
+    let mut tx = db.store.begin().await.unwrap();
+    let missing = UserId::new(999_999).unwrap();
+    assert_eq!(tx.lock_users(&[b, missing, a]).await.unwrap(), vec![a, b]);
+    assert_eq!(tx.current_pts(a).unwrap().get(), 5);
+    let origin = Origin { auth_key_id: AuthKeyId(77), session_id: SessionId(78) };
+    assert_eq!(tx.append(a, blocked(b), origin).await.unwrap().get(), 6);
+    assert_eq!(tx.current_pts(a).unwrap().get(), 6);
+    // Reads in the transaction see its own appends.
+    assert!(tx.is_blocked(a, b).await.unwrap());
+    // Unlocked accounts are refused.
+    assert!(matches!(tx.append(missing, blocked(a), origin).await, Err(StoreError::Bug(_))));
+    assert!(matches!(tx.next_box_id(missing), Err(StoreError::Bug(_))));
+    assert!(matches!(tx.current_pts(missing), Err(StoreError::Bug(_))));
+    tx.commit().await.unwrap();
+    let last = db.store.events_after(a, Pts::new(5).unwrap(), 10).await.unwrap();
+    assert_eq!(last[0].origin, origin);
+
+    // A transaction dropped without commit leaves nothing behind.
+    let mut tx = db.store.begin().await.unwrap();
+    tx.lock_users(&[a]).await.unwrap();
+    tx.next_box_id(a).unwrap();
+    tx.append(a, blocked(b), Origin::default()).await.unwrap();
+    drop(tx);
+    assert_eq!(db.store.pts(a).await.unwrap().get(), 6);
+    let seq: (i32, i32) = sqlx::query_as("SELECT pts, box_id FROM user_sequences WHERE user_id = $1")
+        .bind(a.get())
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(seq, (6, 3));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn lock_users_only_once_with_new_accounts() {
+    let db = TestDb::new().await;
+    let (a, b) = (db.user("+110").await, db.user("+111").await);
+    let mut tx = db.store.begin().await.unwrap();
+    tx.lock_users(&[a]).await.unwrap();
+    assert_eq!(tx.lock_users(&[a]).await.unwrap(), vec![a]);
+    assert!(matches!(tx.lock_users(&[a, b]).await, Err(StoreError::Bug(_))));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn counters_that_would_overflow_are_exhausted() {
+    let db = TestDb::new().await;
+    let (a, b) = (db.user("+120").await, db.user("+121").await);
+    sqlx::query("UPDATE user_sequences SET pts = 2147483647, box_id = 2147483647 WHERE user_id = $1")
+        .bind(a.get())
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let mut tx = db.store.begin().await.unwrap();
+    tx.lock_users(&[a]).await.unwrap();
+    assert!(matches!(tx.next_box_id(a), Err(StoreError::Exhausted(u)) if u == a));
+    assert!(matches!(tx.append(a, blocked(b), Origin::default()).await, Err(StoreError::Exhausted(u)) if u == a));
+    db.drop().await;
+}
+
+/// Opposite lock orders from the callers' side are sorted into one order, so 50 rounds of racing
+/// pairs finish, and every append lands exactly once.
+#[tokio::test]
+async fn opposite_lock_orders_do_not_deadlock() {
+    let db = TestDb::new().await;
+    let (a, b) = (db.user("+130").await, db.user("+131").await);
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        for order in [[a, b], [b, a]] {
+            let store = db.store.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut tx = store.begin().await?;
+                tx.lock_users(&order).await?;
+                for owner in order {
+                    let peer = if owner == a { b } else { a };
+                    tx.append(owner, UserEvent::PeerBlocked(PeerBlocked { peer_id: peer, blocked: i % 2 == 0, date: i }), Origin::default())
+                        .await?;
+                }
+                tx.commit().await
+            }));
+        }
+    }
+    let all = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(tasks)).await.expect("no deadlock");
+    for r in all {
+        r.expect("task").expect("transaction");
+    }
+    assert_eq!(db.store.pts(a).await.unwrap().get(), 100);
+    assert_eq!(db.store.pts(b).await.unwrap().get(), 100);
+    let report = projections::verify(&db.pool).await.unwrap();
+    assert!(report.is_clean(), "{:?}", report.differences);
+    db.drop().await;
+}

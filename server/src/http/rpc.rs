@@ -1,0 +1,97 @@
+//! `POST /v1/rpc/<method>`: one table from TL method names to application handlers.
+
+use application::commands::{
+    block::Block, delete_history::DeleteHistory, delete_messages::DeleteMessages, edit_message::EditMessage,
+    forward_messages::ForwardMessages, read_history::ReadHistory, read_message_contents::ReadMessageContents,
+    send_message::SendMessage,
+};
+use application::queries::{
+    get_blocked::GetBlocked, get_dialogs::GetDialogs, get_difference::GetDifference, get_history::GetHistory,
+    get_messages::GetMessages, get_outbox_read_date::GetOutboxReadDate, get_peer_dialogs::GetPeerDialogs,
+    get_users::GetUsers, resolve_phone::ResolvePhone, search::Search,
+};
+use application::tl::RpcError;
+use application::{App, Caller};
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::Json;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use super::auth::caller;
+use super::reply::{ok, RpcFailure};
+use super::HttpState;
+
+/// Every method the JSON API serves (docs/json-api.md lists them too).
+pub const METHODS: &[&str] = &[
+    "messages.sendMessage",
+    "messages.forwardMessages",
+    "messages.editMessage",
+    "messages.deleteMessages",
+    "messages.deleteHistory",
+    "messages.readHistory",
+    "messages.readMessageContents",
+    "messages.getOutboxReadDate",
+    "messages.getDialogs",
+    "messages.getPeerDialogs",
+    "messages.getHistory",
+    "messages.getMessages",
+    "messages.search",
+    "updates.getState",
+    "updates.getDifference",
+    "users.getUsers",
+    "contacts.resolvePhone",
+    "contacts.block",
+    "contacts.unblock",
+    "contacts.getBlocked",
+];
+
+/// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
+pub fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, RpcFailure> {
+    let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) { b"{}" } else { body };
+    serde_json::from_slice(body).map_err(|e| RpcFailure(RpcError::bad_input(e.to_string())))
+}
+
+pub async fn rpc(
+    State(state): State<HttpState>,
+    Path(method): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, RpcFailure> {
+    if !METHODS.contains(&method.as_str()) {
+        return Err(RpcFailure(RpcError::method_invalid(&method)));
+    }
+    let caller = caller(&state.app, &headers).await?;
+    dispatch(&state.app, &caller, &method, &body).await.map(Json)
+}
+
+fn bool_value(b: bool) -> Value {
+    json!({ "_": if b { "boolTrue" } else { "boolFalse" } })
+}
+
+async fn dispatch(app: &App, c: &Caller, method: &str, body: &[u8]) -> Result<Value, RpcFailure> {
+    match method {
+        "messages.sendMessage" => ok(&app.send_message(c, parse::<SendMessage>(body)?).await?),
+        "messages.forwardMessages" => ok(&app.forward_messages(c, parse::<ForwardMessages>(body)?).await?),
+        "messages.editMessage" => ok(&app.edit_message(c, parse::<EditMessage>(body)?).await?),
+        "messages.deleteMessages" => ok(&app.delete_messages(c, parse::<DeleteMessages>(body)?).await?),
+        "messages.deleteHistory" => ok(&app.delete_history(c, parse::<DeleteHistory>(body)?).await?),
+        "messages.readHistory" => ok(&app.read_history(c, parse::<ReadHistory>(body)?).await?),
+        "messages.readMessageContents" => ok(&app.read_message_contents(c, parse::<ReadMessageContents>(body)?).await?),
+        "messages.getOutboxReadDate" => ok(&app.get_outbox_read_date(c, parse::<GetOutboxReadDate>(body)?).await?),
+        "messages.getDialogs" => ok(&app.get_dialogs(c, parse::<GetDialogs>(body)?).await?),
+        "messages.getPeerDialogs" => ok(&app.get_peer_dialogs(c, parse::<GetPeerDialogs>(body)?).await?),
+        "messages.getHistory" => ok(&app.get_history(c, parse::<GetHistory>(body)?).await?),
+        "messages.getMessages" => ok(&app.get_messages(c, parse::<GetMessages>(body)?).await?),
+        "messages.search" => ok(&app.search(c, parse::<Search>(body)?).await?),
+        "updates.getState" => ok(&app.get_state(c).await?),
+        "updates.getDifference" => ok(&app.get_difference(c, parse::<GetDifference>(body)?).await?),
+        "users.getUsers" => ok(&app.get_users(c, parse::<GetUsers>(body)?).await?),
+        "contacts.resolvePhone" => ok(&app.resolve_phone(c, parse::<ResolvePhone>(body)?).await?),
+        "contacts.block" => Ok(bool_value(app.set_blocked(c, parse::<Block>(body)?, true).await?)),
+        "contacts.unblock" => Ok(bool_value(app.set_blocked(c, parse::<Block>(body)?, false).await?)),
+        "contacts.getBlocked" => ok(&app.get_blocked(c, parse::<GetBlocked>(body)?).await?),
+        other => Err(RpcFailure(RpcError::method_invalid(other))),
+    }
+}
