@@ -296,7 +296,10 @@ _pg_choose_dir() {
             base=$PTSLOG_DATA_DIR/pg
         else
             base=/tmp/ptslog-pg-$(printf '%s' "$PTSLOG_DATA_DIR" | sha256sum | cut -c1-12)
-            ptslog_log "user $PTSLOG_PG_OS_USER cannot reach $PTSLOG_DATA_DIR; Postgres lives in $base"
+            if [ "${_PTSLOG_FALLBACK_LOGGED:-}" != "$base" ]; then
+                ptslog_log "user $PTSLOG_PG_OS_USER cannot reach $PTSLOG_DATA_DIR; Postgres lives in $base"
+                _PTSLOG_FALLBACK_LOGGED=$base
+            fi
             if [ ! -e "$PTSLOG_DATA_DIR/pg" ] && [ ! -L "$PTSLOG_DATA_DIR/pg" ]; then
                 ln -s "$base" "$PTSLOG_DATA_DIR/pg" 2>/dev/null || true
             fi
@@ -535,7 +538,7 @@ _redis_ensure_installed() {
 _redis_paths() {
     _REDIS_DIR=$PTSLOG_DATA_DIR/redis
     _REDIS_LOG=$_REDIS_DIR/redis.log
-    _REDIS_PID=$_REDIS_DIR/redis.pid
+    _REDIS_PID=$_REDIS_DIR/redis-$PTSLOG_REDIS_PORT.pid
 }
 
 _redis_ping() {

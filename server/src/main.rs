@@ -43,12 +43,20 @@ async fn run() -> anyhow::Result<ExitCode> {
             match command {
                 ProjectionsCommand::Rebuild => {
                     let report = projections::rebuild::rebuild_all(&pool).await?;
-                    println!("{report}");
+                    println!("rebuilt every projection from {} events", report.events_applied);
                     Ok(ExitCode::SUCCESS)
                 }
                 ProjectionsCommand::Verify => {
                     let report = projections::verify::verify(&pool).await?;
-                    println!("{report}");
+                    println!(
+                        "replayed {} events; checked {}; {} difference(s)",
+                        report.events_replayed,
+                        report.tables_checked.join(", "),
+                        report.total_differences
+                    );
+                    for d in &report.differences {
+                        println!("  {d}");
+                    }
                     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
                 }
             }

@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use application::{App, AppConfig};
-use infrastructure::postgres::{self, PgAccounts, PgStore};
-use infrastructure::redis_rate_limiter::RedisRateLimiter;
+use infrastructure::{access_hash_key, PgAccounts, PgStore, RedisRateLimiter};
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -16,13 +15,12 @@ use crate::http;
 
 /// Connects to Postgres, applies pending migrations and wires the adapters into an [`App`].
 pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
-    let pool = postgres::connect(&config.database_url, config.db_max_connections)
+    let pool = infrastructure::connect(&config.database_url, config.db_max_connections)
         .await
         .with_context(|| format!("connecting to Postgres at {}", redact(&config.database_url)))?;
-    postgres::migrate(&pool).await.context("applying migrations")?;
-    let keys = postgres::access_hash_key(&pool).await.context("loading the access hash key")?;
-    let limiter = RedisRateLimiter::new(&config.redis_url, &config.redis_prefix, config.send_rate_per_minute)
-        .await
+    infrastructure::migrate(&pool).await.context("applying migrations")?;
+    let keys = access_hash_key(&pool).await.context("loading the access hash key")?;
+    let limiter = RedisRateLimiter::new(&config.redis_url, config.redis_prefix.clone(), config.send_rate_per_minute)
         .context("setting up the Redis rate limiter")?;
     let app = App::new(
         Arc::new(PgStore::new(pool.clone())),

@@ -3,8 +3,13 @@ use application::ports::{Accounts, Store};
 use crate::common::TestDb;
 
 #[tokio::test]
-async fn login_creates_once_and_tokens_authenticate() {
+async fn accounts() {
     let db = TestDb::new().await;
+    login_creates_once_and_tokens_authenticate(&db).await;
+    concurrent_first_logins_make_one_account(&db).await;
+}
+
+async fn login_creates_once_and_tokens_authenticate(db: &TestDb) {
     let (first, token1) = db.accounts.login("+300", "Ann", "Lee").await.unwrap();
     let (again, token2) = db.accounts.login("+300", "Other", "Name").await.unwrap();
     assert_eq!(first, again);
@@ -36,12 +41,9 @@ async fn login_creates_once_and_tokens_authenticate() {
     let key = infrastructure::access_hash_key(&db.pool).await.unwrap();
     let other = infrastructure::access_hash_key(&db.pool).await.unwrap();
     assert_eq!(key.for_pair(c1.user_id, c1.user_id), other.for_pair(c1.user_id, c1.user_id));
-    db.drop().await;
 }
 
-#[tokio::test]
-async fn concurrent_first_logins_make_one_account() {
-    let db = TestDb::new().await;
+async fn concurrent_first_logins_make_one_account(db: &TestDb) {
     let logins: Vec<_> = (0..8)
         .map(|_| {
             let accounts = db.accounts.clone();
@@ -54,7 +56,10 @@ async fn concurrent_first_logins_make_one_account() {
     }
     ids.dedup();
     assert_eq!(ids.len(), 1);
-    let sequences: i64 = sqlx::query_scalar("SELECT count(*) FROM user_sequences").fetch_one(&db.pool).await.unwrap();
+    let sequences: i64 = sqlx::query_scalar("SELECT count(*) FROM user_sequences WHERE user_id = $1")
+        .bind(ids[0].get())
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(sequences, 1);
-    db.drop().await;
 }

@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use application::ports::{Accounts, Origin, Store, WriteTx};
+use application::ports::{Accounts, Origin, Store};
 use domain::events::{
     ClearHistory, DeleteMessages, EditMessage, NewMessage, PeerBlocked, ReadHistoryInbox, ReadHistoryOutbox,
     ReadMessageContents, UserEvent,

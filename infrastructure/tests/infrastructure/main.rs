@@ -1,6 +1,9 @@
 //! Integration tests of the Postgres and Redis adapters and the projectors, against real servers:
 //! `PTSLOG_TEST_DATABASE_URL` (each test makes its own database) and `PTSLOG_TEST_REDIS_URL`.
 
+// The library is `ptslog_infrastructure`; the rest of the workspace knows it as `infrastructure`.
+extern crate ptslog_infrastructure as infrastructure;
+
 mod accounts;
 mod common;
 mod log;

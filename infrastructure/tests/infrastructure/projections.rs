@@ -1,12 +1,22 @@
-use application::ports::{Store, WriteTx};
+use application::ports::Store;
 use domain::events::ClearHistory;
 use domain::message::{ForwardHeader, ReplyHeader};
 
 use crate::common::{block, bx, delete, dialog, edit, read_contents, read_history, send, send_with, TestDb};
 
+/// One database; each part uses its own accounts, and the whole must verify clean at the end.
 #[tokio::test]
-async fn message_boxes_follow_new_edit_delete_and_read_contents() {
+async fn read_models_follow_events() {
     let db = TestDb::new().await;
+    message_boxes_follow_new_edit_delete_and_read_contents(&db).await;
+    dialogs_follow_messages_reads_and_deletes(&db).await;
+    blocks_follow_peer_blocked(&db).await;
+    let report = projections::verify(&db.pool).await.unwrap();
+    assert!(report.is_clean(), "{:?}", report.differences);
+    db.drop().await;
+}
+
+async fn message_boxes_follow_new_edit_delete_and_read_contents(db: &TestDb) {
     let (a, b) = (db.user("+400").await, db.user("+401").await);
     let first = send(&db.store, a, b, "hello", 1000).await;
     let second = send_with(&db.store, b, a, "reply", 1001, |m| {
@@ -58,12 +68,9 @@ async fn message_boxes_follow_new_edit_delete_and_read_contents() {
     assert!(!tx.has_messages_besides(a, b, &[bx(2)]).await.unwrap());
     assert!(tx.has_messages_besides(a, b, &[]).await.unwrap());
     drop(tx);
-    db.drop().await;
 }
 
-#[tokio::test]
-async fn dialogs_follow_messages_reads_and_deletes() {
-    let db = TestDb::new().await;
+async fn dialogs_follow_messages_reads_and_deletes(db: &TestDb) {
     let (a, b) = (db.user("+410").await, db.user("+411").await);
     for i in 0..3 {
         send(&db.store, a, b, "m", 2000 + i).await;
@@ -108,15 +115,9 @@ async fn dialogs_follow_messages_reads_and_deletes() {
     send(&db.store, a, a, "note", 2030).await;
     let saved = dialog(&db.store, a, a).await.unwrap();
     assert_eq!((saved.top_message, saved.unread_count), (5, 0));
-
-    let report = projections::verify(&db.pool).await.unwrap();
-    assert!(report.is_clean(), "{:?}", report.differences);
-    db.drop().await;
 }
 
-#[tokio::test]
-async fn blocks_follow_peer_blocked() {
-    let db = TestDb::new().await;
+async fn blocks_follow_peer_blocked(db: &TestDb) {
     let (a, b, c) = (db.user("+420").await, db.user("+421").await, db.user("+422").await);
     block(&db.store, a, b, true, 10).await;
     block(&db.store, a, c, true, 20).await;
@@ -135,5 +136,4 @@ async fn blocks_follow_peer_blocked() {
     assert!(!tx.is_blocked(a, b).await.unwrap());
     drop(tx);
     assert_eq!(db.store.blocked(a, 0, 10).await.unwrap().1, 1);
-    db.drop().await;
 }

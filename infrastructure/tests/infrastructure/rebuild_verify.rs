@@ -1,4 +1,4 @@
-use application::ports::{Store, WriteTx};
+use application::ports::Store;
 use domain::events::ClearHistory;
 use domain::UserId;
 use rand::rngs::StdRng;
@@ -48,6 +48,13 @@ async fn random_history(db: &TestDb, users: &[UserId], seed: u64, steps: usize) 
             _ => {}
         }
     }
+    // A Saved Messages chat, a cleared-but-kept chat and a removed one, so each is replayed too.
+    send(&db.store, users[2], users[2], "note to self", 20_000).await;
+    let (b, c) = (users[1], users[2]);
+    let mut tx = db.store.begin().await.unwrap();
+    let ids = tx.newest_ids(b, c, 0, 1000).await.unwrap();
+    drop(tx);
+    delete(&db.store, b, ids, Some(ClearHistory { peer_id: c, just_clear: true })).await;
     // And one cleared chat, removed, so removal is replayed too.
     let (a, b) = (users[0], users[1]);
     let mut tx = db.store.begin().await.unwrap();
@@ -56,31 +63,25 @@ async fn random_history(db: &TestDb, users: &[UserId], seed: u64, steps: usize) 
     delete(&db.store, a, ids, Some(ClearHistory { peer_id: b, just_clear: false })).await;
 }
 
+/// One database: rebuilding reproduces the live read models, verifying finds nothing, then finds
+/// every kind of tampering, and rebuilding repairs what is not the log's own fault.
 #[tokio::test]
-async fn rebuild_reproduces_the_read_models() {
+async fn rebuild_and_verify() {
     let db = TestDb::new().await;
     let users = [db.user("+500").await, db.user("+501").await, db.user("+502").await];
     random_history(&db, &users, 7, 120).await;
     let before = db.snapshot_all().await;
-    assert!(!before[0].is_empty() && !before[1].is_empty());
+    assert!(!before[0].is_empty() && !before[1].is_empty() && !before[2].is_empty());
 
     let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events").fetch_one(&db.pool).await.unwrap();
     let report = projections::rebuild_all(&db.pool).await.unwrap();
     assert_eq!(report.events_applied, events as u64);
     assert_eq!(db.snapshot_all().await, before);
-    db.drop().await;
-}
 
-#[tokio::test]
-async fn verify_is_clean_then_reports_tampering() {
-    let db = TestDb::new().await;
-    let users = [db.user("+510").await, db.user("+511").await, db.user("+512").await];
-    random_history(&db, &users, 11, 120).await;
     let report = projections::verify(&db.pool).await.unwrap();
     assert!(report.is_clean(), "{:?}", report.differences);
-    assert!(report.events_replayed > 0);
+    assert_eq!(report.events_replayed, events as u64);
     assert_eq!(report.tables_checked.len(), 5);
-    let live_before = db.snapshot_all().await;
 
     // A read model edited behind the projector's back.
     let tampered = sqlx::query(
@@ -91,36 +92,19 @@ async fn verify_is_clean_then_reports_tampering() {
     .await
     .unwrap();
     assert_eq!(tampered.rows_affected(), 1);
-    let report = projections::verify(&db.pool).await.unwrap();
-    assert!(!report.is_clean());
-    assert_eq!(report.total_differences, 1, "{:?}", report.differences);
-    assert!(report.differences[0].starts_with("dialogs (user_id="), "{}", report.differences[0]);
-    assert!(report.differences[0].contains("unread_count: live"), "{}", report.differences[0]);
-    // Verifying rolled back its replay: the tampered live row is still there.
-    let live_after = db.snapshot_all().await;
-    assert_eq!(live_after[0], live_before[0]);
-    assert_ne!(live_after[1], live_before[1]);
-
-    // A box that vanished is both a replay difference and a hole in the box ids; a row only the
-    // live table has is reported too.
+    // A box that vanished: a replay difference and a hole in the box ids.
     let deleted = sqlx::query("DELETE FROM message_boxes WHERE owner_user_id = $1 AND box_id = 1")
         .bind(users[2].get())
         .execute(&db.pool)
         .await
         .unwrap();
     assert_eq!(deleted.rows_affected(), 1);
-    sqlx::query("INSERT INTO contact_blocks VALUES ($1, $2, 1) ON CONFLICT DO NOTHING")
+    // A row only the live table has.
+    sqlx::query("INSERT INTO contact_blocks VALUES ($1, 987654, 1)")
         .bind(users[2].get())
-        .bind(987_654_i64)
         .execute(&db.pool)
         .await
         .unwrap();
-    let report = projections::verify(&db.pool).await.unwrap();
-    let all = report.differences.join("\n");
-    assert!(all.contains("box_id=1): allocated but missing"), "{all}");
-    assert!(all.contains("missing from the live table"), "{all}");
-    assert!(all.contains("contact_blocks") && all.contains("only in the live table"), "{all}");
-
     // A hole in the log itself (inserting is all the log allows).
     let last = db.store.pts(users[1]).await.unwrap().get();
     sqlx::query(
@@ -129,18 +113,30 @@ async fn verify_is_clean_then_reports_tampering() {
     )
     .bind(users[1].get())
     .bind(last + 3)
-    .bind(serde_json::json!({"peer_id": users[0].get(), "blocked": false, "date": 1}))
+    .bind(serde_json::json!({"peer_id": 987_653, "blocked": false, "date": 1}))
     .execute(&db.pool)
     .await
     .unwrap();
+
+    let live = db.snapshot_all().await;
     let report = projections::verify(&db.pool).await.unwrap();
+    assert!(!report.is_clean());
     let all = report.differences.join("\n");
+    assert_eq!(report.total_differences, 6, "{all}");
+    assert!(all.contains("unread_count: live"), "{all}");
+    assert!(all.contains(&format!("dialogs (user_id={}", users[0])), "{all}");
+    assert!(all.contains(&format!("message_boxes (owner_user_id={}, box_id=1): allocated but missing", users[2])), "{all}");
+    assert!(all.contains(&format!("message_boxes (owner_user_id={}, box_id=1): missing from the live table", users[2])), "{all}");
+    assert!(all.contains("contact_blocks") && all.contains("only in the live table"), "{all}");
     assert!(all.contains(&format!("pts={}): starts at {} but the previous event ends at {last}", last + 3, last + 2)), "{all}");
     assert!(all.contains(&format!("user_sequences (user_id={}): pts {last} but the log ends at {}", users[1], last + 3)), "{all}");
+    // Verifying rolled its replay back: the live tables are as they were.
+    assert_eq!(db.snapshot_all().await, live);
 
-    // Rebuilding repairs the read models (the log's own holes stay: it is append-only).
+    // Rebuilding repairs the read models; the log's own holes stay (it is append-only).
     projections::rebuild_all(&db.pool).await.unwrap();
     let report = projections::verify(&db.pool).await.unwrap();
-    assert!(report.differences.iter().all(|d| !d.starts_with("dialogs") && !d.starts_with("contact_blocks")), "{:?}", report.differences);
+    assert_eq!(report.total_differences, 2, "{:?}", report.differences);
+    assert!(report.differences.iter().all(|d| d.starts_with("user_")), "{:?}", report.differences);
     db.drop().await;
 }

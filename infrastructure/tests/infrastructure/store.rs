@@ -9,8 +9,14 @@ fn ids(page: &[OwnerMessage]) -> Vec<i32> {
 }
 
 #[tokio::test]
-async fn history_windows() {
+async fn store_reads() {
     let db = TestDb::new().await;
+    history_windows(&db).await;
+    search_escapes_and_windows(&db).await;
+    dialog_pages_follow_the_list_order(&db).await;
+}
+
+async fn history_windows(db: &TestDb) {
     let (a, b, c) = (db.user("+600").await, db.user("+601").await, db.user("+602").await);
     // Boxes 1..=30 with b, dated 100, 110, ...; then one with c (box 31).
     for i in 0..30 {
@@ -41,12 +47,9 @@ async fn history_windows() {
     assert_eq!(h(0, 50, -2, 3, 0, 0).await, vec![2, 1]);
     assert_eq!(db.store.history_count(a, b).await.unwrap(), 29);
     assert_eq!(db.store.history_count(a, c).await.unwrap(), 1);
-    db.drop().await;
 }
 
-#[tokio::test]
-async fn search_escapes_and_windows() {
-    let db = TestDb::new().await;
+async fn search_escapes_and_windows(db: &TestDb) {
     let (a, b, c) = (db.user("+610").await, db.user("+611").await, db.user("+612").await);
     send(&db.store, a, b, "100% sure", 1).await; // 1
     send(&db.store, a, b, "1000 sure", 2).await; // 2
@@ -73,12 +76,9 @@ async fn search_escapes_and_windows() {
     assert_eq!(s(None, "sure", HistoryWindow::new(2, 0, -1, 20, 0, 0)).await, (vec![2, 1], 3));
     assert_eq!(s(None, "sure", HistoryWindow::new(0, 3, 0, 20, 0, 0)).await, (vec![2, 1], 3));
     assert_eq!(s(None, "sure", HistoryWindow::new(0, 0, 0, 20, 3, 1)).await, (vec![2], 3));
-    db.drop().await;
 }
 
-#[tokio::test]
-async fn dialog_pages_follow_the_list_order() {
-    let db = TestDb::new().await;
+async fn dialog_pages_follow_the_list_order(db: &TestDb) {
     let a = db.user("+620").await;
     let mut peers = Vec::new();
     for i in 0..5 {
@@ -104,5 +104,4 @@ async fn dialog_pages_follow_the_list_order() {
     assert_eq!(db.store.unread_total(a).await.unwrap(), 5);
     let some = db.store.dialogs_of_peers(a, &[peers[2], peers[0]]).await.unwrap();
     assert_eq!(some.iter().map(|d| d.peer_id).collect::<Vec<_>>(), vec![peers[2], peers[0]]);
-    db.drop().await;
 }

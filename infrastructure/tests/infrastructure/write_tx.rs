@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use application::ports::{Origin, Store, StoreError, WriteTx};
+use application::ports::{Origin, Store, StoreError};
 use domain::events::{PeerBlocked, UserEvent};
 use domain::{AuthKeyId, Pts, SessionId, UserId};
 
@@ -10,9 +10,18 @@ fn blocked(peer: UserId) -> UserEvent {
     UserEvent::PeerBlocked(PeerBlocked { peer_id: peer, blocked: true, date: 1 })
 }
 
+/// One database for the checks that only touch their own accounts.
 #[tokio::test]
-async fn append_assigns_dense_pts_and_box_ids() {
+async fn write_transactions() {
     let db = TestDb::new().await;
+    append_assigns_dense_pts_and_box_ids(&db).await;
+    lock_users_only_once_with_new_accounts(&db).await;
+    counters_that_would_overflow_are_exhausted(&db).await;
+    crate::log::the_log_rejects_update_delete_and_truncate(&db).await;
+    db.drop().await;
+}
+
+async fn append_assigns_dense_pts_and_box_ids(db: &TestDb) {
     let (a, b) = (db.user("+100").await, db.user("+101").await);
     for i in 0..3 {
         let sent = send(&db.store, a, b, "hi", 1000 + i).await;
@@ -63,23 +72,17 @@ async fn append_assigns_dense_pts_and_box_ids() {
         .await
         .unwrap();
     assert_eq!(seq, (6, 3));
-    db.drop().await;
 }
 
-#[tokio::test]
-async fn lock_users_only_once_with_new_accounts() {
-    let db = TestDb::new().await;
+async fn lock_users_only_once_with_new_accounts(db: &TestDb) {
     let (a, b) = (db.user("+110").await, db.user("+111").await);
     let mut tx = db.store.begin().await.unwrap();
     tx.lock_users(&[a]).await.unwrap();
     assert_eq!(tx.lock_users(&[a]).await.unwrap(), vec![a]);
     assert!(matches!(tx.lock_users(&[a, b]).await, Err(StoreError::Bug(_))));
-    db.drop().await;
 }
 
-#[tokio::test]
-async fn counters_that_would_overflow_are_exhausted() {
-    let db = TestDb::new().await;
+async fn counters_that_would_overflow_are_exhausted(db: &TestDb) {
     let (a, b) = (db.user("+120").await, db.user("+121").await);
     sqlx::query("UPDATE user_sequences SET pts = 2147483647, box_id = 2147483647 WHERE user_id = $1")
         .bind(a.get())
@@ -90,7 +93,6 @@ async fn counters_that_would_overflow_are_exhausted() {
     tx.lock_users(&[a]).await.unwrap();
     assert!(matches!(tx.next_box_id(a), Err(StoreError::Exhausted(u)) if u == a));
     assert!(matches!(tx.append(a, blocked(b), Origin::default()).await, Err(StoreError::Exhausted(u)) if u == a));
-    db.drop().await;
 }
 
 /// Opposite lock orders from the callers' side are sorted into one order, so 50 rounds of racing
@@ -121,7 +123,7 @@ async fn opposite_lock_orders_do_not_deadlock() {
     }
     assert_eq!(db.store.pts(a).await.unwrap().get(), 100);
     assert_eq!(db.store.pts(b).await.unwrap().get(), 100);
-    let report = projections::verify(&db.pool).await.unwrap();
-    assert!(report.is_clean(), "{:?}", report.differences);
+    let log = db.store.events_after(a, Pts::ZERO, 1000).await.unwrap();
+    assert_eq!(log.iter().map(|e| e.pts.get()).collect::<Vec<_>>(), (1..=100).collect::<Vec<_>>());
     db.drop().await;
 }
