@@ -48,6 +48,10 @@ impl Entities {
         }
         for entity in &raw {
             let obj = entity.as_object().ok_or(DomainError::EntityInvalid)?;
+            // jsonb cannot hold NUL; no real entity carries one.
+            if has_nul(entity) {
+                return Err(DomainError::EntityInvalid);
+            }
             let kind = obj.get("_").and_then(Value::as_str).ok_or(DomainError::EntityInvalid)?;
             if !KNOWN_ENTITIES.contains(&kind) {
                 return Err(DomainError::EntityInvalid);
@@ -72,6 +76,15 @@ impl Entities {
     }
 }
 
+fn has_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +96,12 @@ mod tests {
         assert!(Entities::parse(inside, 5).is_ok());
         let outside = vec![json!({"_":"messageEntityBold","offset":1,"length":5})];
         assert_eq!(Entities::parse(outside, 5), Err(DomainError::EntityBoundsInvalid));
+    }
+
+    #[test]
+    fn nul_inside_an_entity_is_rejected() {
+        let raw = vec![json!({"_":"messageEntityTextUrl","offset":0,"length":1,"url":"a\u{0}b"})];
+        assert_eq!(Entities::parse(raw, 5), Err(DomainError::EntityInvalid));
     }
 
     #[test]

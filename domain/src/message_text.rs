@@ -10,8 +10,18 @@ use crate::limits::{MAX_MESSAGE_TEXT_CODE_POINTS, MAX_QUOTE_TEXT_CODE_POINTS};
 #[serde(transparent)]
 pub struct MessageText(String);
 
+/// NUL cannot be stored in Postgres text and no client means it: it is dropped.
+fn without_nul(raw: String) -> String {
+    if raw.contains('\0') {
+        raw.replace('\0', "")
+    } else {
+        raw
+    }
+}
+
 impl MessageText {
     pub fn parse(raw: String) -> Result<Self, DomainError> {
+        let raw = without_nul(raw);
         if raw.trim().is_empty() {
             return Err(DomainError::MessageEmpty);
         }
@@ -39,6 +49,7 @@ pub struct QuoteText(String);
 
 impl QuoteText {
     pub fn parse(raw: String) -> Result<Self, DomainError> {
+        let raw = without_nul(raw);
         if raw.chars().count() > MAX_QUOTE_TEXT_CODE_POINTS {
             return Err(DomainError::QuoteTextInvalid);
         }
@@ -62,6 +73,12 @@ mod tests {
         assert!(MessageText::parse(at_limit).is_ok());
         let over = "я".repeat(MAX_MESSAGE_TEXT_CODE_POINTS + 1);
         assert_eq!(MessageText::parse(over), Err(DomainError::MessageTooLong));
+    }
+
+    #[test]
+    fn nul_is_dropped() {
+        assert_eq!(MessageText::parse("a\0b".into()).unwrap().as_str(), "ab");
+        assert_eq!(MessageText::parse("\0".into()), Err(DomainError::MessageEmpty));
     }
 
     #[test]

@@ -57,7 +57,9 @@ impl App {
             return self.messages_answer(owner, Vec::new(), Some(0)).await;
         }
         let window = HistoryWindow::new(req.offset_id, 0, req.add_offset, req.limit, req.max_id, req.min_id);
-        let (mut page, count) = self.store.search(owner, peer, req.q.trim(), &window).await?;
+        // NUL cannot reach Postgres text; it can never match either.
+        let q = req.q.replace('\0', "");
+        let (mut page, count) = self.store.search(owner, peer, q.trim(), &window).await?;
         // Sender and date bounds are rare refinements applied to the page.
         if from.is_some() || req.min_date > 0 || req.max_date > 0 {
             page.retain(|m| {
