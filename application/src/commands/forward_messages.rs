@@ -129,16 +129,24 @@ impl App {
         let mut updates = Vec::with_capacity(ids.len() * 2);
         let mut mentioned = vec![sender, to_id];
         for (source, random_id) in sources.into_iter().zip(req.random_id.iter().copied()) {
+            let fwd_from = if req.drop_author {
+                None
+            } else {
+                Some(source.fwd_from.clone().unwrap_or(ForwardHeader { from_id: source.from_id, date: source.date }))
+            };
             let (copy, pts) = match tx.find_by_random_id(sender, random_id).await? {
-                // Retried forward: answer what the first attempt created.
-                Some((first, pts)) if first.peer_id == to_id => (first, pts),
+                // Retried forward: answer what the first attempt created. The random_id of another
+                // message (another chat, text or origin) is a duplicate, not a retry.
+                Some((first, pts))
+                    if first.peer_id == to_id
+                        && first.text == source.text
+                        && first.entities == source.entities
+                        && first.fwd_from == fwd_from =>
+                {
+                    (first, pts)
+                }
                 Some(_) => return Err(DomainError::RandomIdDuplicate.into()),
                 None => {
-                    let fwd_from = if req.drop_author {
-                        None
-                    } else {
-                        Some(source.fwd_from.clone().unwrap_or(ForwardHeader { from_id: source.from_id, date: source.date }))
-                    };
                     let outgoing = Outgoing {
                         random_id,
                         date,

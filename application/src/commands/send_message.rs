@@ -178,7 +178,8 @@ impl App {
 
         // A retry of a send that committed gets the first answer and appends nothing.
         if let Some((first, pts)) = tx.find_by_random_id(sender, req.random_id).await? {
-            if first.peer_id != peer_id || first.text != text.as_str() {
+            // A forwarded copy is another message, even with the same text.
+            if first.peer_id != peer_id || first.text != text.as_str() || first.fwd_from.is_some() {
                 return Err(DomainError::RandomIdDuplicate.into());
             }
             return Ok(Updates::ShortSentMessage {
