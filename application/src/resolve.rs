@@ -46,8 +46,9 @@ impl App {
             InputUser::SelfUser => Ok(Some(caller)),
             InputUser::User { user_id, access_hash } => {
                 let target = UserId::new(*user_id).map_err(|_| DomainError::UserIdInvalid)?;
+                // Like `inputPeerUser` (docs/json-api.md): a wrong access hash is PEER_ID_INVALID.
                 if target != caller && !self.keys.verify(caller, target, *access_hash) {
-                    return Err(DomainError::UserIdInvalid.into());
+                    return Err(DomainError::PeerIdInvalid.into());
                 }
                 Ok(Some(target))
             }

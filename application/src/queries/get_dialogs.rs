@@ -57,10 +57,12 @@ impl App {
             InputPeer::Empty => 0,
             other => self.chat_peer(owner, other).map_err(|_| DomainError::OffsetPeerIdInvalid)?.user_id(owner).get(),
         };
+        // The cursor is exclusive: without an offset peer, the dialog whose top is exactly
+        // (offset_date, offset_id) was on the previous page, so no peer id may tie past it.
         let cursor = (req.offset_date > 0 || req.offset_id > 0).then_some(DialogCursor {
             top_message_date: req.offset_date,
             top_message: req.offset_id,
-            peer_id: if offset_peer == 0 { i64::MAX } else { offset_peer },
+            peer_id: offset_peer,
         });
 
         let count = self.store.dialogs_count(owner, folder_id).await?;

@@ -5,6 +5,8 @@ mod login;
 mod reply;
 mod rpc;
 
+pub use rpc::METHODS;
+
 use application::App;
 use axum::routing::{get, post};
 use axum::Router;

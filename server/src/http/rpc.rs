@@ -48,8 +48,12 @@ pub const METHODS: &[&str] = &[
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
+/// Parameters are named: a JSON array (positional fields, which serde would accept) is refused.
 pub fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, RpcFailure> {
     let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) { b"{}" } else { body };
+    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(RpcFailure(RpcError::bad_input("the parameters must be a JSON object")));
+    }
     serde_json::from_slice(body).map_err(|e| RpcFailure(RpcError::bad_input(e.to_string())))
 }
 
@@ -85,7 +89,11 @@ async fn dispatch(app: &App, c: &Caller, method: &str, body: &[u8]) -> Result<Va
         "messages.getHistory" => ok(&app.get_history(c, parse::<GetHistory>(body)?).await?),
         "messages.getMessages" => ok(&app.get_messages(c, parse::<GetMessages>(body)?).await?),
         "messages.search" => ok(&app.search(c, parse::<Search>(body)?).await?),
-        "updates.getState" => ok(&app.get_state(c).await?),
+        "updates.getState" => {
+            // No parameters, but the body must still be a JSON object (or empty).
+            parse::<serde_json::Map<String, Value>>(body)?;
+            ok(&app.get_state(c).await?)
+        }
         "updates.getDifference" => ok(&app.get_difference(c, parse::<GetDifference>(body)?).await?),
         "users.getUsers" => ok(&app.get_users(c, parse::<GetUsers>(body)?).await?),
         "contacts.resolvePhone" => ok(&app.resolve_phone(c, parse::<ResolvePhone>(body)?).await?),
