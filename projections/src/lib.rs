@@ -92,3 +92,15 @@ pub(crate) fn table_list() -> String {
 pub(crate) fn box_ids(ids: &[domain::BoxId]) -> Vec<i32> {
     ids.iter().map(|id| id.get()).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dialogs_come_after_the_boxes_they_read() {
+        let position = |p| Projection::ALL.iter().position(|q| *q == p);
+        assert!(position(Projection::MessageBoxes) < position(Projection::Dialogs));
+        assert_eq!(table_list(), "message_boxes, dialogs, contact_blocks");
+    }
+}

@@ -1,5 +1,5 @@
-//! Rebuilding the read models from the log. This takes the projection tables exclusively for the
-//! whole rebuild (readers and writers wait); an online rebuild is a later step.
+//! Rebuilding the read models from the log. Writers wait for the whole rebuild, and so do reads of
+//! the read models (the tables are truncated and refilled); an online rebuild is a later step.
 
 use domain::events::UserEvent;
 use domain::{Pts, UserId};
@@ -18,7 +18,7 @@ pub struct RebuildReport {
 /// Empties every read model and replays the whole log into it, in one transaction.
 pub async fn rebuild_all(pool: &PgPool) -> Result<RebuildReport, ProjectionError> {
     let mut tx = pool.begin().await?;
-    lock_projections(&mut tx).await?;
+    lock_for_replay(&mut tx).await?;
     truncate_projections(&mut tx).await?;
     let events_applied = replay_log(&mut tx).await?;
     tx.commit().await?;
@@ -26,11 +26,15 @@ pub async fn rebuild_all(pool: &PgPool) -> Result<RebuildReport, ProjectionError
     Ok(RebuildReport { events_applied })
 }
 
-/// Takes every projection table ACCESS EXCLUSIVE, the mode TRUNCATE needs, up front: taking a weaker
-/// lock first and upgrading later could deadlock with a writer queued in between. Once granted, every
-/// transaction that projected anything has ended (it held a lock on some projection table), so its
-/// events are committed and visible to the replay, and every later one waits for this transaction.
-pub(crate) async fn lock_projections(conn: &mut PgConnection) -> Result<(), ProjectionError> {
+/// Stops every writer and takes the projection tables for a replay.
+///
+/// First `user_sequences` in EXCLUSIVE mode: every writer locks its accounts' rows there before it
+/// projects anything, so this waits for the writers in flight (whose events are then committed and
+/// visible to the replay) and holds back new ones, while plain reads go on. Only then the projection
+/// tables, ACCESS EXCLUSIVE (what TRUNCATE needs, so there is no lock upgrade later). In that order
+/// no writer can hold one projection table while waiting for another we hold: no deadlock.
+pub(crate) async fn lock_for_replay(conn: &mut PgConnection) -> Result<(), ProjectionError> {
+    sqlx::query("LOCK TABLE user_sequences IN EXCLUSIVE MODE").execute(&mut *conn).await?;
     sqlx::query(&format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", table_list()))
         .execute(&mut *conn)
         .await?;

@@ -5,7 +5,7 @@
 
 use sqlx::{PgConnection, PgPool, Row};
 
-use crate::rebuild::{lock_projections, replay_log, truncate_projections};
+use crate::rebuild::{lock_for_replay, replay_log, truncate_projections};
 use crate::{Projection, ProjectionError};
 
 /// At most this many differences are described; all are counted.
@@ -38,10 +38,10 @@ impl VerifyReport {
     }
 }
 
-/// Verifies the log and every read model. Holds the projection tables exclusively while it runs.
+/// Verifies the log and every read model. Writers and reads of the read models wait while it runs.
 pub async fn verify(pool: &PgPool) -> Result<VerifyReport, ProjectionError> {
     let mut tx = pool.begin().await?;
-    lock_projections(&mut tx).await?;
+    lock_for_replay(&mut tx).await?;
     let mut report = VerifyReport::default();
     check_pts_density(&mut tx, &mut report).await?;
     check_sequences(&mut tx, &mut report).await?;

@@ -18,7 +18,7 @@ pub(crate) const DIALOG_COLUMNS: &str =
 pub(crate) const USER_COLUMNS: &str = "id, phone, first_name, last_name";
 
 pub(crate) const EVENT_COLUMNS: &str = "user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id, \
-     extract(epoch FROM committed_at)::bigint AS date";
+     floor(extract(epoch FROM committed_at))::bigint AS date";
 
 pub(crate) fn get<'r, T>(row: &'r PgRow, column: &str) -> Result<T, StoreError>
 where

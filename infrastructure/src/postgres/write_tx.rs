@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use application::ports::{DialogRecord, Origin, StoreError, WriteTx};
+use application::ports::{DialogRecord, Origin, StoreError, StoredEvent, WriteTx};
 use async_trait::async_trait;
 use domain::events::UserEvent;
 use domain::message::OwnerMessage;
@@ -17,7 +17,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::{db_error, projection_error};
 use crate::postgres::queries::messages_by_ids;
-use crate::postgres::rows::{self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS};
+use crate::postgres::rows::{self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS};
 
 /// One locked account's counters: as locked, and as advanced by this transaction.
 #[derive(Debug, Clone, Copy)]
@@ -105,9 +105,26 @@ impl WriteTx for PgWriteTx {
         .fetch_optional(&mut *self.tx)
         .await
         .map_err(db_error)?;
-        match row {
-            None => Ok(None),
-            Some(row) => Ok(Some((owner_message(&row)?, rows::pts(rows::get(&row, "pts")?)?))),
+        let Some(row) = row else { return Ok(None) };
+        let (found, pts) = (owner_message(&row)?, rows::pts(rows::get(&row, "pts")?)?);
+        if found.edit_date.is_none() {
+            return Ok(Some((found, pts)));
+        }
+        // Edited since (always in a later, committed transaction): a retry is compared with the
+        // message as it was sent, which its new_message event keeps.
+        let row = sqlx::query(&format!("SELECT {EVENT_COLUMNS} FROM user_update_events WHERE user_id = $1 AND pts = $2"))
+            .bind(owner.get())
+            .bind(pts.get())
+            .fetch_optional(&mut *self.tx)
+            .await
+            .map_err(db_error)?;
+        match row.as_ref().map(rows::stored_event).transpose()? {
+            Some(StoredEvent { event: UserEvent::NewMessage(e), .. }) if e.message.id == found.id => Ok(Some((e.message, pts))),
+            _ => Err(StoreError::Corrupt(format!(
+                "box {} of user {owner} (random_id {random_id}) was not created by a new_message event at pts {}",
+                found.id.get(),
+                pts.get()
+            ))),
         }
     }
 
@@ -126,6 +143,19 @@ impl WriteTx for PgWriteTx {
         .await
         .map_err(db_error)?;
         row.as_ref().map(owner_message).transpose()
+    }
+
+    // message_boxes_message: (owner_user_id, message_id).
+    async fn box_id_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<BoxId>, StoreError> {
+        let raw: Option<i32> = sqlx::query_scalar(
+            "SELECT box_id FROM message_boxes WHERE owner_user_id = $1 AND message_id = $2 ORDER BY box_id LIMIT 1",
+        )
+        .bind(owner.get())
+        .bind(message_id.0)
+        .fetch_optional(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        raw.map(|b| rows::box_id(b, "box_id")).transpose()
     }
 
     async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
@@ -260,7 +290,7 @@ impl WriteTx for PgWriteTx {
                 )));
             }
         }
-        projections::apply(&mut *self.tx, owner, pts, &event).await.map_err(projection_error)?;
+        projections::apply(&mut self.tx, owner, pts, &event).await.map_err(projection_error)?;
         self.counters(owner)?.pts = next;
         self.events.push(PendingEvent {
             user_id: owner.get(),

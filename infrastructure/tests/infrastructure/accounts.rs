@@ -7,6 +7,7 @@ async fn accounts() {
     let db = TestDb::new().await;
     login_creates_once_and_tokens_authenticate(&db).await;
     concurrent_first_logins_make_one_account(&db).await;
+    db.drop().await;
 }
 
 async fn login_creates_once_and_tokens_authenticate(db: &TestDb) {

@@ -1,5 +1,8 @@
 //! A fresh database per test, and commands written the way the application's handlers write them.
 
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use application::ports::{Accounts, Origin, Store};
@@ -30,23 +33,29 @@ pub struct TestDb {
 }
 
 impl TestDb {
-    /// A new, migrated database.
+    /// A new, migrated database: a copy of the migrated template (creating the 64 partitions
+    /// anew for every test would dominate the suite's time), on which migrating finds nothing to do.
     pub async fn new() -> TestDb {
-        let db = Self::empty().await;
+        let template = template().await;
+        let db = Self::create(&format!("TEMPLATE {template}")).await;
         infrastructure::migrate(&db.pool).await.expect("migrate");
         db
     }
 
     /// A new database without migrations.
     pub async fn empty() -> TestDb {
+        Self::create("").await
+    }
+
+    async fn create(clause: &str) -> TestDb {
         let admin = PgConnectOptions::from_str(&database_url()).expect("database url");
         let mut conn = PgConnection::connect_with(&admin).await.expect("connect to the test server");
-        let name = format!("ptslog_t_{:016x}", rand::random::<u64>());
-        conn.execute(format!("CREATE DATABASE {name}").as_str()).await.expect("create database");
+        let name = format!("ptslog_it_{:016x}", rand::random::<u64>());
+        conn.execute(format!("CREATE DATABASE {name} {clause}").as_str()).await.expect("create database");
         let _ = conn.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(12)
-            .connect_with(admin.clone().database(&name))
+            .connect_with(Self::options(&admin, &name))
             .await
             .expect("connect to the test database");
         let store = PgStore::new(pool.clone());
@@ -55,15 +64,24 @@ impl TestDb {
     }
 
     pub async fn another_pool(&self) -> PgPool {
-        PgPoolOptions::new().max_connections(2).connect_with(self.admin.clone().database(&self.name)).await.expect("pool")
+        PgPoolOptions::new().max_connections(2).connect_with(Self::options(&self.admin, &self.name)).await.expect("pool")
     }
 
-    /// Best effort: a failed test leaves its database behind.
+    /// A throwaway database need not wait for its commits to reach the disk.
+    fn options(admin: &PgConnectOptions, name: &str) -> PgConnectOptions {
+        admin.clone().database(name).options([("synchronous_commit", "off")])
+    }
+
+    /// Best effort: a failed test leaves its database behind (ptslog_it_*, safe to drop).
     pub async fn drop(self) {
         self.pool.close().await;
-        if let Ok(mut conn) = PgConnection::connect_with(&self.admin).await {
-            let _ = conn.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str()).await;
-            let _ = conn.close().await;
+        let dropped = async {
+            let mut conn = PgConnection::connect_with(&self.admin).await?;
+            conn.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str()).await?;
+            conn.close().await
+        };
+        if let Err(e) = dropped.await {
+            eprintln!("leaving database {} behind: {e}", self.name);
         }
     }
 
@@ -86,6 +104,40 @@ impl TestDb {
             self.snapshot("contact_blocks", "owner_user_id, blocked_user_id").await,
         ]
     }
+}
+
+/// The migrated template database, named by a hash of the migrations so a changed schema gets a
+/// new one. The workspace's `tests` crate makes the same one (same name, same advisory lock), so
+/// either suite may create it and both share it.
+async fn template() -> String {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).expect("migrations dir").filter_map(Result::ok).map(|e| e.path()).collect();
+    files.sort();
+    let mut h = DefaultHasher::new();
+    for f in &files {
+        std::fs::read(f).expect("migration file").hash(&mut h);
+    }
+    let name = format!("ptslog_tpl_{:016x}", h.finish());
+    let admin = PgConnectOptions::from_str(&database_url()).expect("database url");
+    let mut conn = PgConnection::connect_with(&admin).await.expect("connect to the test server");
+    sqlx::query("SELECT pg_advisory_lock(8675309)").execute(&mut conn).await.expect("template lock");
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(&name)
+        .fetch_one(&mut conn)
+        .await
+        .expect("look for the template");
+    if !exists {
+        conn.execute(format!("CREATE DATABASE {name}").as_str()).await.expect("create the template");
+        let pool = PgPoolOptions::new().max_connections(1).connect_with(admin.clone().database(&name)).await.expect("pool");
+        let migrated = infrastructure::migrate(&pool).await;
+        pool.close().await;
+        if let Err(e) = migrated {
+            let _ = conn.execute(format!("DROP DATABASE {name}").as_str()).await;
+            panic!("migrating the template: {e}");
+        }
+    }
+    let _ = conn.close().await; // ends the session, so the advisory lock too
+    name
 }
 
 pub fn bx(id: i32) -> BoxId {

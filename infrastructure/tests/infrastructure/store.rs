@@ -14,6 +14,7 @@ async fn store_reads() {
     history_windows(&db).await;
     search_escapes_and_windows(&db).await;
     dialog_pages_follow_the_list_order(&db).await;
+    db.drop().await;
 }
 
 async fn history_windows(db: &TestDb) {

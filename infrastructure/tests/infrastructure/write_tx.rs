@@ -1,10 +1,10 @@
 use std::time::Duration;
 
 use application::ports::{Origin, Store, StoreError};
-use domain::events::{PeerBlocked, UserEvent};
+use domain::events::{NewMessage, PeerBlocked, UserEvent};
 use domain::{AuthKeyId, Pts, SessionId, UserId};
 
-use crate::common::{bx, delete, send, TestDb};
+use crate::common::{bx, delete, message, send, TestDb};
 
 fn blocked(peer: UserId) -> UserEvent {
     UserEvent::PeerBlocked(PeerBlocked { peer_id: peer, blocked: true, date: 1 })
@@ -96,7 +96,8 @@ async fn counters_that_would_overflow_are_exhausted(db: &TestDb) {
 }
 
 /// Opposite lock orders from the callers' side are sorted into one order, so 50 rounds of racing
-/// pairs finish, and every append lands exactly once.
+/// pairs finish, and every append lands exactly once; a rebuild racing with them neither deadlocks
+/// nor loses anything.
 #[tokio::test]
 async fn opposite_lock_orders_do_not_deadlock() {
     let db = TestDb::new().await;
@@ -108,22 +109,34 @@ async fn opposite_lock_orders_do_not_deadlock() {
             tasks.push(tokio::spawn(async move {
                 let mut tx = store.begin().await?;
                 tx.lock_users(&order).await?;
+                let message_id = tx.next_message_id().await?;
+                let [from, to] = order;
                 for owner in order {
-                    let peer = if owner == a { b } else { a };
-                    tx.append(owner, UserEvent::PeerBlocked(PeerBlocked { peer_id: peer, blocked: i % 2 == 0, date: i }), Origin::default())
-                        .await?;
+                    let id = tx.next_box_id(owner)?;
+                    let peer = if owner == from { to } else { from };
+                    let m = message(id, message_id, peer, from, owner == from, i, "race");
+                    tx.append(owner, UserEvent::NewMessage(NewMessage { message: m }), Origin::default()).await?;
                 }
                 tx.commit().await
             }));
         }
     }
+    let pool = db.pool.clone();
+    let rebuild = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        projections::rebuild_all(&pool).await
+    });
     let all = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(tasks)).await.expect("no deadlock");
     for r in all {
         r.expect("task").expect("transaction");
     }
+    rebuild.await.expect("task").expect("rebuild");
     assert_eq!(db.store.pts(a).await.unwrap().get(), 100);
     assert_eq!(db.store.pts(b).await.unwrap().get(), 100);
     let log = db.store.events_after(a, Pts::ZERO, 1000).await.unwrap();
     assert_eq!(log.iter().map(|e| e.pts.get()).collect::<Vec<_>>(), (1..=100).collect::<Vec<_>>());
+    let report = projections::verify(&db.pool).await.unwrap();
+    assert!(report.is_clean(), "{:?}", report.differences);
+    assert_eq!(db.store.history_count(a, b).await.unwrap(), 100);
     db.drop().await;
 }
