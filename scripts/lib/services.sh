@@ -63,6 +63,16 @@ _ptslog_tail() {
     fi
 }
 
+# _ptslog_rotate_log FILE - keep logs from growing forever across restarts.
+_ptslog_rotate_log() {
+    local f=$1 size
+    [ -f "$f" ] || return 0
+    size=$(stat -c %s "$f" 2>/dev/null || echo 0)
+    if [ "$size" -gt $((50 * 1024 * 1024)) ]; then
+        mv -f "$f" "$f.old" || true
+    fi
+}
+
 # Repository root = two levels above this file.
 PTSLOG_ROOT=${PTSLOG_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 
@@ -168,8 +178,8 @@ ensure_apt_packages() {
 
 # ensure_cargo - make sure `cargo` is on PATH (sources ~/.cargo/env if needed).
 ensure_cargo() {
+    local envf d
     if ! command -v cargo >/dev/null 2>&1; then
-        local envf
         for envf in "${CARGO_HOME:-$HOME/.cargo}/env" "$HOME/.cargo/env" /usr/local/cargo/env; do
             if [ -f "$envf" ]; then
                 # shellcheck disable=SC1090
@@ -451,6 +461,7 @@ _start_postgres_locked() {
             _pg_initdb || return 1
         fi
         _pg_write_conf || return 1
+        _ptslog_rotate_log "$_PG_LOG"
         if _ptslog_is_root; then
             touch "$_PG_LOG" || return 1
             chown "$PTSLOG_PG_OS_USER:" "$_PG_LOG" || return 1
@@ -565,6 +576,7 @@ _start_redis_locked() {
         return 0
     fi
     rm -f "$_REDIS_PID"
+    _ptslog_rotate_log "$_REDIS_LOG"
     ptslog_log "starting Redis on 127.0.0.1:$PTSLOG_REDIS_PORT (dir $_REDIS_DIR, log $_REDIS_LOG)"
     if ! (cd "$_REDIS_DIR" && _ptslog_spawn redis-server \
         --port "$PTSLOG_REDIS_PORT" --bind 127.0.0.1 \
