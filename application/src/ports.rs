@@ -63,6 +63,15 @@ pub struct DialogCursor {
     pub peer_id: i64,
 }
 
+/// What `messages.search` narrows the text match by (0 dates = no bound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SearchFilter {
+    pub peer: Option<UserId>,
+    pub from: Option<UserId>,
+    pub min_date: i32,
+    pub max_date: i32,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockRecord {
     pub peer_id: UserId,
@@ -107,11 +116,12 @@ pub trait Store: Send + Sync {
     async fn history_count(&self, owner: UserId, peer: UserId) -> Result<i64, StoreError>;
     /// Visible messages by the owner's box ids.
     async fn messages(&self, owner: UserId, ids: &[BoxId]) -> Result<Vec<OwnerMessage>, StoreError>;
-    /// Visible messages whose text contains `query`, in one chat or all, in the window, newest first.
+    /// Visible messages whose text contains `query` and that match the filter, in the window, newest
+    /// first, with the number of all matches.
     async fn search(
         &self,
         owner: UserId,
-        peer: Option<UserId>,
+        filter: &SearchFilter,
         query: &str,
         window: &HistoryWindow,
     ) -> Result<(Vec<OwnerMessage>, i64), StoreError>;
@@ -136,12 +146,16 @@ pub trait WriteTx: Send {
     /// Answers the ids that exist; only locked accounts may be appended to. Call once, first.
     async fn lock_users(&mut self, users: &[UserId]) -> Result<Vec<UserId>, StoreError>;
 
-    /// The owner's box that was created with this random_id, and the pts of its event.
+    /// The owner's message that was created with this random_id, as it was created (edits since left
+    /// out: a retry is compared with the send as first made; deleted boxes count too), and its pts.
     async fn find_by_random_id(&mut self, owner: UserId, random_id: i64) -> Result<Option<(OwnerMessage, Pts)>, StoreError>;
     /// Visible boxes of the owner by id, in the order of `ids` (missing ones left out).
     async fn messages(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<OwnerMessage>, StoreError>;
     /// The owner's visible box of a shared message.
     async fn message_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<OwnerMessage>, StoreError>;
+    /// The owner's box id of a shared message, deleted or not: a position in the owner's ids (read
+    /// watermarks point there even when the owner has deleted that message for itself).
+    async fn box_id_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<BoxId>, StoreError>;
     /// Whether `owner` has blocked `peer`.
     async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
     async fn dialog(&mut self, owner: UserId, peer: UserId) -> Result<Option<DialogRecord>, StoreError>;

@@ -1,3 +1,11 @@
 //! Integration tests of the whole server over HTTP, against real Postgres and Redis.
 
 mod api;
+mod send;
+mod forward;
+mod edit;
+mod delete;
+mod read;
+mod blocks;
+mod queries;
+mod contract;

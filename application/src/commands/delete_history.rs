@@ -39,7 +39,10 @@ impl App {
             return Err(DomainError::PeerIdInvalid.into());
         }
         let batch = limits::MAX_DELETE_HISTORY_BATCH as i64;
-        let mut ids = tx.newest_ids(owner, peer, req.max_id.max(0), batch + 1).await?;
+        // TL's max_id is the newest message to delete (TDLib sends the last message's id and
+        // expects it gone); `newest_ids` takes an exclusive bound. 0 (or int4's end) is no bound.
+        let below = if req.max_id > 0 && req.max_id < i32::MAX { req.max_id + 1 } else { 0 };
+        let mut ids = tx.newest_ids(owner, peer, below, batch + 1).await?;
         let more = ids.len() as i64 > batch;
         ids.truncate(limits::MAX_DELETE_HISTORY_BATCH);
         if ids.is_empty() {

@@ -48,13 +48,14 @@ impl App {
             .await?;
 
         // The sender learns how far its messages were read: the newest incoming message now read,
-        // in the sender's own ids, if that moves the sender's watermark.
+        // in the sender's own ids, if that moves the sender's watermark. The sender's box counts even
+        // if the sender deleted it for itself: its older messages were read all the same.
         if moves {
             if let Some(newest_read) = tx.newest_incoming_at_or_below(reader, peer, new_max).await? {
-                if let Some(senders_copy) = tx.message_by_shared_id(peer, newest_read.message_id).await? {
+                if let Some(senders_id) = tx.box_id_by_shared_id(peer, newest_read.message_id).await? {
                     let senders_dialog = tx.dialog(peer, reader).await?;
-                    if senders_dialog.is_some_and(|d| d.read_outbox_max_id < senders_copy.id.get()) {
-                        let event = ReadHistoryOutbox { peer_id: reader, max_id: senders_copy.id, date: unix_now() };
+                    if senders_dialog.is_some_and(|d| d.read_outbox_max_id < senders_id.get()) {
+                        let event = ReadHistoryOutbox { peer_id: reader, max_id: senders_id, date: unix_now() };
                         tx.append(peer, UserEvent::ReadHistoryOutbox(event), origin).await?;
                     }
                 }

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::AppError;
+use crate::ports::SearchFilter;
 use crate::tl::{long, InputPeer, Messages};
 use crate::{App, Caller};
 
@@ -59,15 +60,8 @@ impl App {
         let window = HistoryWindow::new(req.offset_id, 0, req.add_offset, req.limit, req.max_id, req.min_id);
         // NUL cannot reach Postgres text; it can never match either.
         let q = req.q.replace('\0', "");
-        let (mut page, count) = self.store.search(owner, peer, q.trim(), &window).await?;
-        // Sender and date bounds are rare refinements applied to the page.
-        if from.is_some() || req.min_date > 0 || req.max_date > 0 {
-            page.retain(|m| {
-                from.is_none_or(|f| m.from_id == f)
-                    && (req.min_date <= 0 || m.date >= req.min_date)
-                    && (req.max_date <= 0 || m.date <= req.max_date)
-            });
-        }
+        let filter = SearchFilter { peer, from, min_date: req.min_date.max(0), max_date: req.max_date.max(0) };
+        let (page, count) = self.store.search(owner, &filter, q.trim(), &window).await?;
         self.messages_answer(owner, page, Some(count)).await
     }
 }

@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use application::ports::{BlockRecord, DialogCursor, DialogRecord, Store, StoreError, StoredEvent, UserRecord, WriteTx};
+use application::ports::{
+    BlockRecord, DialogCursor, DialogRecord, SearchFilter, Store, StoreError, StoredEvent, UserRecord, WriteTx,
+};
 use async_trait::async_trait;
 use domain::history_window::HistoryWindow;
 use domain::message::OwnerMessage;
@@ -258,26 +260,33 @@ impl Store for PgStore {
     async fn search(
         &self,
         owner: UserId,
-        peer: Option<UserId>,
+        filter: &SearchFilter,
         query: &str,
         w: &HistoryWindow,
     ) -> Result<(Vec<OwnerMessage>, i64), StoreError> {
         let pattern = like_contains(query);
-        let peer_raw = peer.map(UserId::get);
+        let peer_raw = filter.peer.map(UserId::get);
+        let from_raw = filter.from.map(UserId::get);
         let anchor = (w.offset_id > 0).then(|| i64::from(w.offset_id));
         let b = Bounds::new(anchor, w);
+        // Sender and date bounds are part of the match, so pages are full and the count is exact.
         const MATCH: &str = "owner_user_id = $1 AND NOT deleted AND text ILIKE $2 ESCAPE '\\' \
-                             AND ($3::bigint IS NULL OR peer_user_id = $3)";
+                             AND ($3::bigint IS NULL OR peer_user_id = $3) \
+                             AND ($4::bigint IS NULL OR sender_user_id = $4) \
+                             AND ($5::int = 0 OR date >= $5) AND ($6::int = 0 OR date <= $6)";
         let mut page = Vec::new();
         if let (Some(anchor), true) = (b.anchor, w.newer_count() > 0) {
             let rows = sqlx::query(&format!(
                 "SELECT {BOX_COLUMNS} FROM message_boxes WHERE {MATCH} \
-                   AND box_id >= $4 AND box_id < $5 AND box_id > $6 \
-                 ORDER BY box_id ASC LIMIT $7"
+                   AND box_id >= $7 AND box_id < $8 AND box_id > $9 \
+                 ORDER BY box_id ASC LIMIT $10"
             ))
             .bind(owner.get())
             .bind(&pattern)
             .bind(peer_raw)
+            .bind(from_raw)
+            .bind(filter.min_date)
+            .bind(filter.max_date)
             .bind(anchor)
             .bind(b.max_exclusive)
             .bind(b.min_exclusive)
@@ -291,12 +300,15 @@ impl Store for PgStore {
         if w.older_count() > 0 {
             let rows = sqlx::query(&format!(
                 "SELECT {BOX_COLUMNS} FROM message_boxes WHERE {MATCH} \
-                   AND box_id < $4 AND box_id > $5 AND ($6 = 0 OR date < $6) \
-                 ORDER BY box_id DESC OFFSET $7 LIMIT $8"
+                   AND box_id < $7 AND box_id > $8 AND ($9 = 0 OR date < $9) \
+                 ORDER BY box_id DESC OFFSET $10 LIMIT $11"
             ))
             .bind(owner.get())
             .bind(&pattern)
             .bind(peer_raw)
+            .bind(from_raw)
+            .bind(filter.min_date)
+            .bind(filter.max_date)
             .bind(b.older_below())
             .bind(b.min_exclusive)
             .bind(w.offset_date)
@@ -311,6 +323,9 @@ impl Store for PgStore {
             .bind(owner.get())
             .bind(&pattern)
             .bind(peer_raw)
+            .bind(from_raw)
+            .bind(filter.min_date)
+            .bind(filter.max_date)
             .fetch_one(&self.pool)
             .await
             .map_err(db_error)?;

@@ -1,4 +1,4 @@
-use application::ports::{DialogCursor, Store};
+use application::ports::{DialogCursor, SearchFilter, Store};
 use domain::history_window::HistoryWindow;
 use domain::message::OwnerMessage;
 
@@ -64,7 +64,8 @@ async fn search_escapes_and_windows(db: &TestDb) {
     let s = |peer, q: &'static str, w: HistoryWindow| {
         let store = db.store.clone();
         async move {
-            let (page, count) = store.search(a, peer, q, &w).await.unwrap();
+            let filter = SearchFilter { peer, ..SearchFilter::default() };
+            let (page, count) = store.search(a, &filter, q, &w).await.unwrap();
             (ids(&page), count)
         }
     };
@@ -73,6 +74,12 @@ async fn search_escapes_and_windows(db: &TestDb) {
     assert_eq!(s(None, "0%", w).await, (vec![1], 1));
     assert_eq!(s(None, "e_c", w).await, (vec![4], 1));
     assert_eq!(s(None, "k\\s", w).await, (vec![6], 1));
+    // Sender and date bounds narrow the match itself, so the count is exact.
+    let by_sender = |from| SearchFilter { from: Some(from), ..SearchFilter::default() };
+    assert_eq!(ids(&db.store.search(a, &by_sender(a), "sure", &w).await.unwrap().0), vec![3, 2, 1]);
+    assert_eq!(db.store.search(a, &by_sender(b), "sure", &w).await.unwrap().1, 0);
+    let future = SearchFilter { min_date: i32::MAX - 1, ..SearchFilter::default() };
+    assert_eq!(db.store.search(a, &future, "sure", &w).await.unwrap(), (vec![], 0));
     assert_eq!(s(None, "sure", HistoryWindow::new(3, 0, 0, 20, 0, 0)).await, (vec![2, 1], 3));
     assert_eq!(s(None, "sure", HistoryWindow::new(2, 0, -1, 20, 0, 0)).await, (vec![2, 1], 3));
     assert_eq!(s(None, "sure", HistoryWindow::new(0, 3, 0, 20, 0, 0)).await, (vec![2, 1], 3));
