@@ -68,10 +68,27 @@ async fn template() -> anyhow::Result<String> {
 /// A new empty, migrated database; answers its name.
 pub async fn fresh_database() -> anyhow::Result<String> {
     let tpl = template().await?;
-    let name = format!("ptslog_t_{:016x}", rand::thread_rng().gen::<u64>());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    // The creation time in the name lets later runs drop what a panicked test left behind.
+    let name = format!("ptslog_t_{now}_{:08x}", rand::thread_rng().gen::<u32>());
     let mut admin = PgConnection::connect(&admin_url()).await?;
+    drop_stale_databases(&mut admin, now).await;
     sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {tpl}")).execute(&mut admin).await?;
     Ok(name)
+}
+
+/// Drops test databases created more than an hour ago (tests that panicked skip their cleanup).
+async fn drop_stale_databases(admin: &mut PgConnection, now: u64) {
+    let names: Vec<String> = sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 'ptslog\\_t\\_%'")
+        .fetch_all(&mut *admin)
+        .await
+        .unwrap_or_default();
+    for name in names {
+        let created = name.split('_').nth(2).and_then(|t| t.parse::<u64>().ok());
+        if created.is_some_and(|t| t + 3600 < now) {
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut *admin).await;
+        }
+    }
 }
 
 pub async fn drop_database(name: &str) {
