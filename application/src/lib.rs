@@ -7,6 +7,7 @@ pub mod caller;
 pub mod clock;
 pub mod commands;
 pub mod error;
+pub mod fanout;
 pub mod ports;
 pub mod queries;
 pub mod resolve;

@@ -1,7 +1,7 @@
 //! The ports the handlers are written against. `infrastructure` implements them over Postgres and Redis.
 
 use async_trait::async_trait;
-use domain::events::UserEvent;
+use domain::events::{DialogFilterRules, UserEvent};
 use domain::history_window::HistoryWindow;
 use domain::message::OwnerMessage;
 use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
@@ -53,6 +53,29 @@ pub struct DialogRecord {
     pub read_outbox_max_id: i32,
     pub unread_count: i32,
     pub unread_mark: bool,
+    /// Pinned in its folder.
+    pub pinned: bool,
+}
+
+/// One of the owner's contacts, under the owner's names for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContactRecord {
+    pub user_id: UserId,
+    pub first_name: String,
+    pub last_name: String,
+    pub phone: String,
+    pub imported: bool,
+    pub date: i32,
+}
+
+/// The owner's custom dialog filters in their order, and whether folder tags are on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FilterSet {
+    /// In the owner's order (filters missing from the stored order follow by id).
+    pub filters: Vec<DialogFilterRules>,
+    /// The stored order as set (may include 0, the "All chats" position).
+    pub order: Vec<i32>,
+    pub tags_enabled: bool,
 }
 
 /// Where a dialog page starts: strictly after this (date, message, peer) in list order.
@@ -136,6 +159,29 @@ pub trait Store: Send + Sync {
     async fn outbox_read_date(&self, owner: UserId, peer: UserId, msg_id: BoxId) -> Result<Option<i32>, StoreError>;
 
     async fn blocked(&self, owner: UserId, offset: i32, limit: i32) -> Result<(Vec<BlockRecord>, i64), StoreError>;
+
+    /// The pinned dialogs of a folder, in pinned order.
+    async fn pinned_dialogs(&self, owner: UserId, folder_id: i16) -> Result<Vec<DialogRecord>, StoreError>;
+    /// Every dialog of the owner (both folders), in list order (newest top message first).
+    async fn all_dialogs(&self, owner: UserId) -> Result<Vec<DialogRecord>, StoreError>;
+    /// Peers of the dialogs with a manual unread mark.
+    async fn unread_marked(&self, owner: UserId) -> Result<Vec<UserId>, StoreError>;
+    async fn dialog_filters(&self, owner: UserId) -> Result<FilterSet, StoreError>;
+    /// The owner's contacts, by user id.
+    async fn contacts(&self, owner: UserId) -> Result<Vec<ContactRecord>, StoreError>;
+    /// Of `ids`: the viewer's contacts among them, and those who have the viewer as a contact.
+    async fn contact_links(&self, viewer: UserId, ids: &[UserId]) -> Result<(Vec<ContactRecord>, Vec<UserId>), StoreError>;
+    /// Whether the owner hid the action bar of the chat with `peer`.
+    async fn peer_bar_hidden(&self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
+}
+
+/// What a send learns under its locks before it appends anything ([`WriteTx::send_preflight`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendPreflight {
+    /// A send with this random_id already committed: its message as first sent, and its pts.
+    Retry(OwnerMessage, Pts),
+    /// A new send. The blocks both ways between sender and peer (both false for Saved Messages).
+    New { sender_blocked_peer: bool, peer_blocked_sender: bool },
 }
 
 /// One write transaction. A command first locks every account it will touch, then reads under those
@@ -158,6 +204,22 @@ pub trait WriteTx: Send {
     async fn box_id_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<BoxId>, StoreError>;
     /// Whether `owner` has blocked `peer`.
     async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
+    /// The reads of a send, once its accounts are locked: the send's first result if this random_id
+    /// was used before (as [`WriteTx::find_by_random_id`]), otherwise the blocks both ways. An
+    /// adapter may answer it in one round trip (and have the send's [`WriteTx::next_message_id`]
+    /// ready with it); this default asks the questions one by one.
+    async fn send_preflight(&mut self, sender: UserId, peer: UserId, random_id: i64) -> Result<SendPreflight, StoreError> {
+        if let Some((first, pts)) = self.find_by_random_id(sender, random_id).await? {
+            return Ok(SendPreflight::Retry(first, pts));
+        }
+        if sender == peer {
+            return Ok(SendPreflight::New { sender_blocked_peer: false, peer_blocked_sender: false });
+        }
+        Ok(SendPreflight::New {
+            sender_blocked_peer: self.is_blocked(sender, peer).await?,
+            peer_blocked_sender: self.is_blocked(peer, sender).await?,
+        })
+    }
     async fn dialog(&mut self, owner: UserId, peer: UserId) -> Result<Option<DialogRecord>, StoreError>;
     /// The newest visible box ids of a chat, below `max_id` (0 = no bound), newest first.
     async fn newest_ids(&mut self, owner: UserId, peer: UserId, max_id: i32, limit: i64) -> Result<Vec<BoxId>, StoreError>;
@@ -169,6 +231,12 @@ pub trait WriteTx: Send {
     async fn newest_incoming_at_or_below(&mut self, owner: UserId, peer: UserId, max_id: i32) -> Result<Option<OwnerMessage>, StoreError>;
     /// Boxes among `ids` whose contents are unread (media or reactions).
     async fn content_unread(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<BoxId>, StoreError>;
+
+    /// The pinned peers of a folder, in pinned order.
+    async fn pinned_peers(&mut self, owner: UserId, folder_id: i16) -> Result<Vec<UserId>, StoreError>;
+    async fn dialog_filters(&mut self, owner: UserId) -> Result<FilterSet, StoreError>;
+    async fn contact(&mut self, owner: UserId, peer: UserId) -> Result<Option<ContactRecord>, StoreError>;
+    async fn peer_bar_hidden(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
 
     /// A new shared message identity.
     async fn next_message_id(&mut self) -> Result<MessageId, StoreError>;

@@ -68,6 +68,15 @@ impl App {
         }
         let ids: Vec<UserId> = unique.into_iter().collect();
         let records = self.store.users(&ids).await?;
-        Ok(records.iter().map(|r| User::for_viewer(viewer, r, &self.keys)).collect())
+        // The viewer's own names for its contacts replace the users' names (seed: contact names are
+        // owner-view data).
+        let (mine, theirs) = self.store.contact_links(viewer, &ids).await?;
+        Ok(records
+            .iter()
+            .map(|r| {
+                let contact = mine.iter().find(|c| c.user_id == r.id);
+                User::for_viewer(viewer, r, &self.keys).with_contact(contact, theirs.contains(&r.id))
+            })
+            .collect())
     }
 }

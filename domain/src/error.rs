@@ -94,4 +94,18 @@ pub enum DomainError {
     PersistentTimestampInvalid,
     #[error("the dialog filter is unknown")]
     FilterIdInvalid,
+    #[error("too many pinned dialogs in this folder")]
+    PinnedDialogsTooMuch,
+    #[error("the chat has no dialog")]
+    PeerHistoryEmpty,
+    #[error("too many peers in the dialog filter")]
+    FilterIncludeTooMuch,
+    #[error("the dialog filter includes nothing")]
+    FilterIncludeEmpty,
+    #[error("the dialog filter title is empty or too long")]
+    FilterTitleEmpty,
+    #[error("too many dialog filters")]
+    DialogFiltersTooMuch,
+    #[error("the contact's first name is empty")]
+    ContactNameEmpty,
 }

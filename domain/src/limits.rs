@@ -38,3 +38,16 @@ pub const MAX_FIRST_NAME_CODE_POINTS: usize = 64;
 pub const MAX_LAST_NAME_CODE_POINTS: usize = 64;
 /// Blocked users per `contacts.getBlocked` page.
 pub const MAX_BLOCKED_LIMIT: i32 = 100;
+/// Pinned dialogs in the main list (Telegram's `pinned_dialogs_count_max` for non-premium accounts).
+pub const MAX_PINNED_DIALOGS_MAIN: usize = 5;
+/// Pinned dialogs in the archive (`pinned_infolder_count_max`).
+pub const MAX_PINNED_DIALOGS_ARCHIVE: usize = 100;
+/// Custom dialog filters per account (`dialog_filters_limit_default`, non-premium).
+pub const MAX_DIALOG_FILTERS: usize = 10;
+/// Pinned plus included peers of one filter (`dialog_filters_chats_limit_default`); excluded peers
+/// have the same limit of their own.
+pub const MAX_DIALOG_FILTER_PEERS: usize = 100;
+/// Longest dialog filter title, in code points (TDesktop's limit).
+pub const MAX_DIALOG_FILTER_TITLE_CODE_POINTS: usize = 12;
+/// Contacts one `contacts.importContacts` call may import.
+pub const MAX_IMPORT_CONTACTS: usize = 1000;

@@ -1,9 +1,12 @@
 //! Adapters of the application's ports: Postgres for the store, the write transactions and the
-//! accounts, Redis for the shared send-rate limit.
+//! accounts, Redis for the shared send-rate limit; the relay that streams the committed log out of
+//! Postgres, and Kafka.
 
 pub mod error;
+pub mod kafka;
 pub mod postgres;
 pub mod redis_rate_limiter;
+pub mod relay;
 
 pub use postgres::accounts::PgAccounts;
 pub use postgres::secrets::access_hash_key;

@@ -1,6 +1,7 @@
 //! `dialogs`: the dialog list. Depends on `message_boxes`: after a deletion or a read it recomputes
 //! the top message and the unread count from the owner's visible boxes, so `message_boxes` must have
-//! applied the same event first.
+//! applied the same event first. Also the owner's organization of the list: the folder (main list
+//! or archive), the pinned position within it and the manual unread mark.
 
 use domain::events::{DeleteMessages, UserEvent};
 use domain::message::OwnerMessage;
@@ -10,7 +11,7 @@ use sqlx::PgConnection;
 use crate::{box_ids, ProjectionError};
 
 pub const NAME: &str = "dialogs";
-pub const VERSION: i32 = 1;
+pub const VERSION: i32 = 2;
 
 pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
     match event {
@@ -45,7 +46,79 @@ pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &Us
             .await?;
             Ok(())
         }
-        UserEvent::EditMessage(_) | UserEvent::ReadMessageContents(_) | UserEvent::PeerBlocked(_) => Ok(()),
+        UserEvent::DialogPinned(e) => {
+            // A new pin goes on top: one less than the smallest position of the folder's pins.
+            sqlx::query(
+                "UPDATE dialogs SET pinned_order = CASE WHEN $4 THEN \
+                   (SELECT COALESCE(min(p.pinned_order), 1) - 1 FROM dialogs p \
+                    WHERE p.user_id = $1 AND p.folder_id = $3 AND p.pinned_order IS NOT NULL) ELSE NULL END \
+                 WHERE user_id = $1 AND peer_user_id = $2 AND folder_id = $3",
+            )
+            .bind(owner.get())
+            .bind(e.peer_id.get())
+            .bind(e.folder_id)
+            .bind(e.pinned)
+            .execute(conn)
+            .await?;
+            Ok(())
+        }
+        UserEvent::PinnedDialogs(e) => {
+            sqlx::query(
+                "UPDATE dialogs SET pinned_order = NULL \
+                 WHERE user_id = $1 AND folder_id = $2 AND pinned_order IS NOT NULL",
+            )
+            .bind(owner.get())
+            .bind(e.folder_id)
+            .execute(&mut *conn)
+            .await?;
+            let order: Vec<i64> = e.order.iter().map(|p| p.get()).collect();
+            sqlx::query(
+                "UPDATE dialogs d SET pinned_order = o.position::int \
+                 FROM unnest($3::bigint[]) WITH ORDINALITY AS o(peer, position) \
+                 WHERE d.user_id = $1 AND d.folder_id = $2 AND d.peer_user_id = o.peer",
+            )
+            .bind(owner.get())
+            .bind(e.folder_id)
+            .bind(&order)
+            .execute(&mut *conn)
+            .await?;
+            Ok(())
+        }
+        UserEvent::DialogUnreadMark(e) => {
+            sqlx::query("UPDATE dialogs SET unread_mark = $3 WHERE user_id = $1 AND peer_user_id = $2")
+                .bind(owner.get())
+                .bind(e.peer_id.get())
+                .bind(e.unread)
+                .execute(conn)
+                .await?;
+            Ok(())
+        }
+        UserEvent::FolderPeers(e) => {
+            // A dialog that changes folder leaves the old folder's pinned list.
+            let peers: Vec<i64> = e.folder_peers.iter().map(|f| f.peer_id.get()).collect();
+            let folders: Vec<i16> = e.folder_peers.iter().map(|f| f.folder_id).collect();
+            sqlx::query(
+                "UPDATE dialogs d SET folder_id = v.folder_id, pinned_order = NULL \
+                 FROM unnest($2::bigint[], $3::smallint[]) AS v(peer, folder_id) \
+                 WHERE d.user_id = $1 AND d.peer_user_id = v.peer AND d.folder_id <> v.folder_id",
+            )
+            .bind(owner.get())
+            .bind(&peers)
+            .bind(&folders)
+            .execute(conn)
+            .await?;
+            Ok(())
+        }
+        UserEvent::EditMessage(_)
+        | UserEvent::ReadMessageContents(_)
+        | UserEvent::PeerBlocked(_)
+        | UserEvent::DialogFilter(_)
+        | UserEvent::DialogFilterOrder(_)
+        | UserEvent::DialogFilterTags(_)
+        | UserEvent::ContactSaved(_)
+        | UserEvent::ContactDeleted(_)
+        | UserEvent::ContactsReset(_)
+        | UserEvent::PeerSettings(_) => Ok(()),
     }
 }
 

@@ -7,9 +7,13 @@
 //! that order.
 
 pub mod contact_blocks;
+pub mod contacts;
+pub mod dialog_filter_settings;
+pub mod dialog_filters;
 pub mod dialogs;
 pub mod error;
 pub mod message_boxes;
+pub mod peer_settings;
 pub mod rebuild;
 pub mod verify;
 
@@ -28,11 +32,23 @@ pub enum Projection {
     MessageBoxes,
     Dialogs,
     ContactBlocks,
+    DialogFilters,
+    DialogFilterSettings,
+    Contacts,
+    PeerSettings,
 }
 
 impl Projection {
     /// Every projection, in dependency order (a projection may read only those before it).
-    pub const ALL: [Projection; 3] = [Projection::MessageBoxes, Projection::Dialogs, Projection::ContactBlocks];
+    pub const ALL: [Projection; 7] = [
+        Projection::MessageBoxes,
+        Projection::Dialogs,
+        Projection::ContactBlocks,
+        Projection::DialogFilters,
+        Projection::DialogFilterSettings,
+        Projection::Contacts,
+        Projection::PeerSettings,
+    ];
 
     /// The projection's name, which is also its table's name.
     pub fn name(self) -> &'static str {
@@ -40,6 +56,10 @@ impl Projection {
             Projection::MessageBoxes => message_boxes::NAME,
             Projection::Dialogs => dialogs::NAME,
             Projection::ContactBlocks => contact_blocks::NAME,
+            Projection::DialogFilters => dialog_filters::NAME,
+            Projection::DialogFilterSettings => dialog_filter_settings::NAME,
+            Projection::Contacts => contacts::NAME,
+            Projection::PeerSettings => peer_settings::NAME,
         }
     }
 
@@ -48,6 +68,10 @@ impl Projection {
             Projection::MessageBoxes => message_boxes::VERSION,
             Projection::Dialogs => dialogs::VERSION,
             Projection::ContactBlocks => contact_blocks::VERSION,
+            Projection::DialogFilters => dialog_filters::VERSION,
+            Projection::DialogFilterSettings => dialog_filter_settings::VERSION,
+            Projection::Contacts => contacts::VERSION,
+            Projection::PeerSettings => peer_settings::VERSION,
         }
     }
 
@@ -57,6 +81,11 @@ impl Projection {
             Projection::MessageBoxes => ["owner_user_id", "box_id"],
             Projection::Dialogs => ["user_id", "peer_user_id"],
             Projection::ContactBlocks => ["owner_user_id", "blocked_user_id"],
+            Projection::DialogFilters => ["user_id", "filter_id"],
+            // One row per owner: the key is the owner alone.
+            Projection::DialogFilterSettings => ["user_id", "user_id"],
+            Projection::Contacts => ["owner_user_id", "contact_user_id"],
+            Projection::PeerSettings => ["owner_user_id", "peer_user_id"],
         }
     }
 
@@ -72,6 +101,10 @@ impl Projection {
             Projection::MessageBoxes => message_boxes::apply(conn, owner, pts, event).await,
             Projection::Dialogs => dialogs::apply(conn, owner, pts, event).await,
             Projection::ContactBlocks => contact_blocks::apply(conn, owner, pts, event).await,
+            Projection::DialogFilters => dialog_filters::apply(conn, owner, pts, event).await,
+            Projection::DialogFilterSettings => dialog_filter_settings::apply(conn, owner, pts, event).await,
+            Projection::Contacts => contacts::apply(conn, owner, pts, event).await,
+            Projection::PeerSettings => peer_settings::apply(conn, owner, pts, event).await,
         }
     }
 }
@@ -101,6 +134,9 @@ mod tests {
     fn dialogs_come_after_the_boxes_they_read() {
         let position = |p| Projection::ALL.iter().position(|q| *q == p);
         assert!(position(Projection::MessageBoxes) < position(Projection::Dialogs));
-        assert_eq!(table_list(), "message_boxes, dialogs, contact_blocks");
+        assert_eq!(
+            table_list(),
+            "message_boxes, dialogs, contact_blocks, dialog_filters, dialog_filter_settings, contacts, peer_settings"
+        );
     }
 }

@@ -31,6 +31,18 @@ pub async fn apply(conn: &mut PgConnection, owner: UserId, pts: Pts, event: &Use
             Ok(())
         }
         UserEvent::ReadHistoryInbox(_) | UserEvent::ReadHistoryOutbox(_) | UserEvent::PeerBlocked(_) => Ok(()),
+        // Dialog organization does not touch the boxes.
+        UserEvent::DialogPinned(_)
+        | UserEvent::PinnedDialogs(_)
+        | UserEvent::DialogUnreadMark(_)
+        | UserEvent::FolderPeers(_)
+        | UserEvent::DialogFilter(_)
+        | UserEvent::DialogFilterOrder(_)
+        | UserEvent::DialogFilterTags(_)
+        | UserEvent::ContactSaved(_)
+        | UserEvent::ContactDeleted(_)
+        | UserEvent::ContactsReset(_)
+        | UserEvent::PeerSettings(_) => Ok(()),
     }
 }
 

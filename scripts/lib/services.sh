@@ -5,10 +5,11 @@
 #
 # Source this file (bash only); it defines functions and sets no shell options.
 #
-#   start_services      start Postgres + Redis (+ Kafka placeholder), export URLs
+#   start_services      start Postgres + Redis + Kafka (tansu), export URLs
 #   start_postgres      private Postgres on 127.0.0.1:$PTSLOG_PG_PORT
 #   start_redis         private Redis    on 127.0.0.1:$PTSLOG_REDIS_PORT
-#   start_kafka         PLACEHOLDER (no-op) - the tansu broker will go here
+#   start_kafka         private tansu broker on 127.0.0.1:$PTSLOG_KAFKA_PORT
+#                       (its settings are in the Kafka section below)
 #   stop_services       stop the private instances (data is kept)
 #   services_status     print what is running where
 #   print_service_env   print `export ...` lines (for eval)
@@ -640,20 +641,168 @@ stop_redis() {
 # Kafka (tansu)
 # ---------------------------------------------------------------------------
 
-# start_kafka - PLACEHOLDER, intentionally does nothing yet.
+# A private tansu broker (a Kafka-protocol broker written in Rust) for the
+# tests of the Kafka path: in-memory storage (a restart starts empty, which is
+# all tests need), on 127.0.0.1:$PTSLOG_KAFKA_PORT, with the topic pre-created.
+# The broker binary is built once with `cargo install` and cached outside the
+# work tree, so CI builds it only on a fresh machine.
 #
-# A later issue will start a private tansu broker (Kafka-compatible, backed
-# by the private Postgres) here, following the same pattern as start_redis:
-# data under $PTSLOG_DATA_DIR/kafka, a dedicated port (PTSLOG_KAFKA_PORT),
-# a wait-until-ready loop, and exported KAFKA_BROKERS / PTSLOG_TEST_KAFKA_BROKERS.
-# stop_kafka must then stop it again.
-start_kafka() {
-    return 0
+#   PTSLOG_KAFKA_PORT        broker port                (default 59092)
+#   PTSLOG_TOOLS_DIR         cache of built tools       (default ~/.cache/ptslog/tools)
+#   PTSLOG_KAFKA_TOPIC       topic to pre-create        (default ptslog.user-updates)
+#   PTSLOG_KAFKA_PARTITIONS  its partitions             (default 16)
+#
+# Exported after start:
+#   PTSLOG_TEST_KAFKA_BROKERS  127.0.0.1:<port> (what tests pass as KAFKA_BROKERS)
+#   PTSLOG_TEST_TANSU          the broker binary (tests start brokers of their own
+#                              to stop and restart them)
+
+PTSLOG_TANSU_VERSION=0.6.0
+
+_kafka_paths() {
+    PTSLOG_KAFKA_PORT=${PTSLOG_KAFKA_PORT:-59092}
+    _TANSU_ROOT=${PTSLOG_TOOLS_DIR:-$HOME/.cache/ptslog/tools}/tansu-$PTSLOG_TANSU_VERSION
+    _TANSU_BIN=$_TANSU_ROOT/bin/tansu
+    _KAFKA_DIR=$PTSLOG_DATA_DIR/kafka
+    _KAFKA_LOG=$_KAFKA_DIR/tansu.log
+    _KAFKA_PID=$_KAFKA_DIR/tansu-$PTSLOG_KAFKA_PORT.pid
 }
 
-# stop_kafka - PLACEHOLDER counterpart of start_kafka; does nothing yet.
+_kafka_build_locked() {
+    [ -x "$_TANSU_BIN" ] && return 0 # built by a concurrent run meanwhile
+    ptslog_log "building the tansu $PTSLOG_TANSU_VERSION broker into $_TANSU_ROOT (once per machine; takes a while)"
+    if ! cargo install tansu --version "$PTSLOG_TANSU_VERSION" --features dynostore --locked \
+        --root "$_TANSU_ROOT" >"$_TANSU_ROOT/build.log" 2>&1; then
+        ptslog_err "cargo install tansu failed"
+        _ptslog_tail "$_TANSU_ROOT/build.log"
+        return 1
+    fi
+}
+
+# ensure_tansu - the cached tansu binary; builds it if missing.
+ensure_tansu() {
+    _ptslog_init_paths || return 1
+    _kafka_paths
+    [ -x "$_TANSU_BIN" ] && return 0
+    ensure_cargo || return 1
+    mkdir -p "$_TANSU_ROOT" || return 1
+    if command -v flock >/dev/null 2>&1; then
+        # Its own lock: a build takes far longer than the services lock waits.
+        (
+            exec 8>"$_TANSU_ROOT/.build.lock" || exit 1
+            flock -w 7200 8 || {
+                ptslog_err "timed out waiting for another tansu build"
+                exit 1
+            }
+            _kafka_build_locked
+        ) || return 1
+    else
+        _kafka_build_locked || return 1
+    fi
+}
+
+_kafka_port_open() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$PTSLOG_KAFKA_PORT") 2>/dev/null
+}
+
+# pid from our pidfile if that process is alive and is tansu
+_kafka_our_pid() {
+    local pid
+    [ -r "$_KAFKA_PID" ] || return 1
+    pid=$(cat "$_KAFKA_PID" 2>/dev/null)
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    grep -q tansu "/proc/$pid/comm" 2>/dev/null || return 1
+    printf '%s\n' "$pid"
+}
+
+_kafka_launch() {
+    # setsid: the broker must not share the caller's process group (or its fate).
+    setsid "$_TANSU_BIN" broker \
+        --listener-url "tcp://127.0.0.1:$PTSLOG_KAFKA_PORT" \
+        --advertised-listener-url "tcp://127.0.0.1:$PTSLOG_KAFKA_PORT" \
+        --storage-engine "memory://tansu/" >>"$_KAFKA_LOG" 2>&1 &
+    echo $! >"$_KAFKA_PID"
+}
+
+# _kafka_topic - pre-create the topic (tansu does not create topics on use).
+_kafka_topic() {
+    local topic=${PTSLOG_KAFKA_TOPIC:-ptslog.user-updates} partitions=${PTSLOG_KAFKA_PARTITIONS:-16} i
+    local broker=tcp://127.0.0.1:$PTSLOG_KAFKA_PORT
+    for ((i = 0; i < 20; i++)); do
+        if "$_TANSU_BIN" topic list --broker "$broker" 2>/dev/null | grep -qF "$topic"; then
+            return 0
+        fi
+        "$_TANSU_BIN" topic create --broker "$broker" --partitions "$partitions" "$topic" >>"$_KAFKA_LOG" 2>&1 || true
+        sleep 0.5
+    done
+    ptslog_err "could not create topic $topic on $broker"
+    _ptslog_tail "$_KAFKA_LOG"
+    return 1
+}
+
+_start_kafka_locked() {
+    if _kafka_port_open; then
+        if _kafka_our_pid >/dev/null; then
+            ptslog_log "tansu already running on 127.0.0.1:$PTSLOG_KAFKA_PORT - reusing it"
+        else
+            ptslog_log "something already serves 127.0.0.1:$PTSLOG_KAFKA_PORT (not ours) - reusing it as the broker"
+        fi
+    else
+        rm -f "$_KAFKA_PID"
+        _ptslog_rotate_log "$_KAFKA_LOG"
+        ptslog_log "starting tansu on 127.0.0.1:$PTSLOG_KAFKA_PORT (log $_KAFKA_LOG)"
+        _ptslog_spawn _kafka_launch || return 1
+        local i
+        for ((i = 0; i < PTSLOG_SERVICE_TIMEOUT * 4; i++)); do
+            _kafka_port_open && break
+            if ! _kafka_our_pid >/dev/null; then
+                ptslog_err "tansu exited during startup"
+                _ptslog_tail "$_KAFKA_LOG"
+                return 1
+            fi
+            sleep 0.25
+        done
+        if ! _kafka_port_open; then
+            ptslog_err "tansu did not listen on 127.0.0.1:$PTSLOG_KAFKA_PORT within ${PTSLOG_SERVICE_TIMEOUT}s"
+            _ptslog_tail "$_KAFKA_LOG"
+            return 1
+        fi
+    fi
+    _kafka_topic
+}
+
+# start_kafka - start (or reuse) the private tansu broker and export its address.
+start_kafka() {
+    ensure_tansu || return 1
+    mkdir -p "$_KAFKA_DIR" || return 1
+    _ptslog_with_lock _start_kafka_locked || return 1
+    PTSLOG_TEST_KAFKA_BROKERS=127.0.0.1:$PTSLOG_KAFKA_PORT
+    PTSLOG_TEST_TANSU=$_TANSU_BIN
+    export PTSLOG_TEST_KAFKA_BROKERS PTSLOG_TEST_TANSU PTSLOG_KAFKA_PORT
+    ptslog_log "Kafka (tansu) ready: $PTSLOG_TEST_KAFKA_BROKERS"
+}
+
+# stop_kafka - stop the private broker (its in-memory data goes with it).
 stop_kafka() {
-    return 0
+    _ptslog_init_paths || return 1
+    _kafka_paths
+    local pid i
+    if ! pid=$(_kafka_our_pid); then
+        ptslog_log "private tansu (port $PTSLOG_KAFKA_PORT) is not running"
+        return 0
+    fi
+    ptslog_log "stopping tansu (pid $pid, port $PTSLOG_KAFKA_PORT)"
+    kill "$pid" 2>/dev/null || true
+    for ((i = 0; i < 40; i++)); do
+        kill -0 "$pid" 2>/dev/null || {
+            rm -f "$_KAFKA_PID"
+            return 0
+        }
+        sleep 0.25
+    done
+    ptslog_log "tansu (pid $pid) ignored SIGTERM - sending SIGKILL"
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$_KAFKA_PID"
 }
 
 # ---------------------------------------------------------------------------
@@ -676,7 +825,7 @@ stop_services() {
 
 print_service_env() {
     local v
-    for v in DATABASE_URL PTSLOG_TEST_DATABASE_URL REDIS_URL PTSLOG_TEST_REDIS_URL; do
+    for v in DATABASE_URL PTSLOG_TEST_DATABASE_URL REDIS_URL PTSLOG_TEST_REDIS_URL PTSLOG_TEST_KAFKA_BROKERS PTSLOG_TEST_TANSU; do
         if [ -n "${!v:-}" ]; then printf 'export %s=%q\n' "$v" "${!v}"; fi
     done
 }
@@ -701,5 +850,10 @@ services_status() {
     printf 'data dir : %s\n' "$PTSLOG_DATA_DIR"
     printf 'postgres : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_PG_PORT" "$pg" "$_PG_LOG"
     printf 'redis    : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_REDIS_PORT" "$redis" "$_REDIS_LOG"
-    printf 'kafka    : not implemented yet (start_kafka placeholder)\n'
+    _kafka_paths
+    local kafka="not running"
+    if _kafka_port_open; then
+        if _kafka_our_pid >/dev/null; then kafka="running (private tansu)"; else kafka="answering, but not ours"; fi
+    fi
+    printf 'kafka    : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_KAFKA_PORT" "$kafka" "$_KAFKA_LOG"
 }

@@ -16,8 +16,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Apply migrations and serve the JSON API.
+    /// Apply migrations and serve the JSON API and live pushes (with a relay candidate unless
+    /// PTSLOG_RELAY=off).
     Serve,
+    /// Run only the relay, producing the committed log to Kafka (needs KAFKA_BROKERS).
+    Relay,
     /// Apply pending migrations and exit.
     Migrate,
     /// Operate on the read models projected from the log.

@@ -23,6 +23,24 @@ pub struct Config {
     pub send_rate_per_minute: u32,
     /// `PTSLOG_DEV_LOGIN` (default true): `POST /v1/auth/login` signs in by phone alone.
     pub dev_login: bool,
+    /// `KAFKA_BROKERS` (`host:port[,…]`): the relay produces to and the gateway consumes from
+    /// Kafka. Unset: the in-process relay feeds this process's fanout directly.
+    pub kafka_brokers: Option<String>,
+    /// `PTSLOG_KAFKA_TOPIC` (default `ptslog.user-updates`).
+    pub kafka_topic: String,
+    /// `PTSLOG_KAFKA_GROUP` (default `ptslog-gateway`): consumer group prefix; each instance adds
+    /// its own random id, so every instance reads every partition.
+    pub kafka_group: String,
+    /// `PTSLOG_KAFKA_PARTITIONS` (default 16): partitions of the topic when the relay creates it.
+    pub kafka_partitions: i32,
+    /// `PTSLOG_RELAY` (default on): whether `serve` runs a relay candidate (one leader per database).
+    pub relay: bool,
+    /// `PTSLOG_RELAY_SLOT` (default `ptslog_relay`): the logical replication slot; slot names are
+    /// per Postgres server, so databases sharing a server need different ones.
+    pub relay_slot: String,
+    /// `PTSLOG_PUSH_BUFFER` (default 256): frames buffered per connected device before it gets
+    /// `updatesTooLong`.
+    pub push_buffer: usize,
 }
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
@@ -75,6 +93,27 @@ impl Config {
                 .context("PTSLOG_SEND_RATE_PER_MINUTE")?
                 .unwrap_or(domain::limits::DEFAULT_SEND_RATE_PER_MINUTE),
             dev_login: parse_bool("PTSLOG_DEV_LOGIN", true)?,
+            kafka_brokers: get("KAFKA_BROKERS").map(str::to_string),
+            kafka_topic: get("PTSLOG_KAFKA_TOPIC").unwrap_or(infrastructure::kafka::DEFAULT_TOPIC).to_string(),
+            kafka_group: get("PTSLOG_KAFKA_GROUP").unwrap_or(infrastructure::kafka::DEFAULT_GROUP).to_string(),
+            kafka_partitions: match get("PTSLOG_KAFKA_PARTITIONS").map(str::parse::<i32>).transpose().context("PTSLOG_KAFKA_PARTITIONS")? {
+                Some(n) if n < 1 => return Err(anyhow!("PTSLOG_KAFKA_PARTITIONS must be at least 1")),
+                Some(n) => n,
+                None => infrastructure::kafka::DEFAULT_PARTITIONS,
+            },
+            relay: parse_bool("PTSLOG_RELAY", true)?,
+            relay_slot: {
+                let slot = get("PTSLOG_RELAY_SLOT").unwrap_or(infrastructure::relay::DEFAULT_SLOT);
+                if !infrastructure::relay::slot::valid_slot_name(slot) {
+                    return Err(anyhow!("PTSLOG_RELAY_SLOT: {slot:?} must be 1-63 characters of a-z, 0-9 and _"));
+                }
+                slot.to_string()
+            },
+            push_buffer: match get("PTSLOG_PUSH_BUFFER").map(str::parse::<usize>).transpose().context("PTSLOG_PUSH_BUFFER")? {
+                Some(0) => return Err(anyhow!("PTSLOG_PUSH_BUFFER must be at least 1")),
+                Some(n) => n,
+                None => 256,
+            },
         })
     }
 }
@@ -98,5 +137,26 @@ mod tests {
         assert!(!c.dev_login);
         let bad = HashMap::from([("PTSLOG_HTTP_ADDR".to_string(), "nope".to_string())]);
         assert!(Config::from_vars(&bad).is_err());
+    }
+
+    #[test]
+    fn push_settings() {
+        let c = Config::from_vars(&HashMap::new()).unwrap();
+        assert_eq!(c.kafka_brokers, None);
+        assert_eq!((c.kafka_topic.as_str(), c.kafka_group.as_str()), ("ptslog.user-updates", "ptslog-gateway"));
+        assert!(c.relay);
+        assert_eq!(c.relay_slot, "ptslog_relay");
+        let vars = HashMap::from([
+            ("KAFKA_BROKERS".to_string(), "127.0.0.1:9092".to_string()),
+            ("PTSLOG_RELAY".to_string(), "off".to_string()),
+            ("PTSLOG_RELAY_SLOT".to_string(), "relay_2".to_string()),
+        ]);
+        let c = Config::from_vars(&vars).unwrap();
+        assert_eq!(c.kafka_brokers.as_deref(), Some("127.0.0.1:9092"));
+        assert!(!c.relay);
+        assert_eq!(c.relay_slot, "relay_2");
+        for (k, v) in [("PTSLOG_RELAY_SLOT", "Bad-Name"), ("PTSLOG_PUSH_BUFFER", "0"), ("PTSLOG_RELAY", "maybe")] {
+            assert!(Config::from_vars(&HashMap::from([(k.to_string(), v.to_string())])).is_err(), "{k}={v}");
+        }
     }
 }

@@ -3,7 +3,11 @@
 
 pub mod cli;
 pub mod config;
+pub mod feed;
+pub mod gateway;
 pub mod http;
+pub mod metrics;
+pub mod relay_command;
 pub mod wiring;
 
 pub use config::Config;

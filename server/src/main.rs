@@ -23,12 +23,20 @@ async fn run() -> anyhow::Result<ExitCode> {
     let config = Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Serve => {
-            let running = ptslog_server::start(&config).await?;
+            let mut running = ptslog_server::start(&config).await?;
+            running.start_feed(&config)?;
             tracing::info!(addr = %running.addr, "ptslog is serving");
             tokio::select! {
-                r = running.task => { r.context("server task")?.context("HTTP server")?; }
-                _ = tokio::signal::ctrl_c() => { tracing::info!("shutting down"); }
+                r = &mut running.task => { r.context("server task")?.context("HTTP server")?; }
+                _ = tokio::signal::ctrl_c() => {
+                    tracing::info!("shutting down");
+                    running.shutdown().await;
+                }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Relay => {
+            ptslog_server::relay_command::run(&config).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate => {

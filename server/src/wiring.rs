@@ -4,17 +4,27 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
+use application::ports::Store;
 use application::{App, AppConfig};
+use infrastructure::kafka::ConsumerStatus;
+use infrastructure::relay::RelayStatus;
 use infrastructure::{access_hash_key, PgAccounts, PgStore, RedisRateLimiter};
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
+use crate::feed::{sink_kind, Feed};
+use crate::gateway::Gateway;
 use crate::http;
 
 /// Connects to Postgres, applies pending migrations and wires the adapters into an [`App`].
 pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
+    let (app, pool, _) = build_with_store(config).await?;
+    Ok((app, pool))
+}
+
+async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<dyn Store>)> {
     let pool = infrastructure::connect(&config.database_url, config.db_max_connections)
         .await
         .with_context(|| format!("connecting to Postgres at {}", redact(&config.database_url)))?;
@@ -22,14 +32,15 @@ pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
     let keys = access_hash_key(&pool).await.context("loading the access hash key")?;
     let limiter = RedisRateLimiter::new(&config.redis_url, config.redis_prefix.clone(), config.send_rate_per_minute)
         .context("setting up the Redis rate limiter")?;
+    let store: Arc<dyn Store> = Arc::new(PgStore::new(pool.clone()));
     let app = App::new(
-        Arc::new(PgStore::new(pool.clone())),
+        store.clone(),
         Arc::new(PgAccounts::new(pool.clone())),
         Arc::new(limiter),
         keys,
         AppConfig { dev_login: config.dev_login },
     );
-    Ok((app, pool))
+    Ok((app, pool, store))
 }
 
 /// A started server.
@@ -38,17 +49,43 @@ pub struct Running {
     pub app: App,
     pub pool: PgPool,
     pub task: JoinHandle<std::io::Result<()>>,
+    pub gateway: Arc<Gateway>,
+    pub relay_status: Arc<RelayStatus>,
+    pub consumer_status: Option<Arc<ConsumerStatus>>,
+    /// Empty until [`Running::start_feed`].
+    pub feed: Feed,
+}
+
+impl Running {
+    /// Starts feeding the gateway (the relay candidate, and the Kafka consumer with a broker), so
+    /// connected devices get live pushes. `ptslog serve` always does; [`start`] leaves it to the
+    /// caller so tests and benchmarks that do not need pushes hold no replication slot.
+    pub fn start_feed(&mut self, config: &Config) -> anyhow::Result<()> {
+        self.feed = Feed::start(config, &self.gateway, self.relay_status.clone(), self.consumer_status.clone())?;
+        Ok(())
+    }
+
+    /// Stops the feed cleanly (the replication slot is released) and the HTTP task.
+    pub async fn shutdown(mut self) {
+        self.feed.stop().await;
+        self.task.abort();
+    }
 }
 
 /// Builds everything and serves HTTP on `config.http_addr` (port 0 picks a free one) until the task
-/// is aborted.
+/// is aborted: the JSON API, the push WebSocket and the operations endpoints. Pushes flow once
+/// [`Running::start_feed`] is called.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
-    let (app, pool) = build(config).await?;
+    let (app, pool, store) = build_with_store(config).await?;
+    let gateway = Arc::new(Gateway::new(store, app.access_hash_key().clone(), config.push_buffer));
+    let relay_status = Arc::new(RelayStatus::new(if config.relay { sink_kind(config) } else { "none" }));
+    let consumer_status = config.kafka_brokers.as_ref().map(|_| Arc::new(ConsumerStatus::default()));
     let listener = TcpListener::bind(config.http_addr).await.with_context(|| format!("binding {}", config.http_addr))?;
     let addr = listener.local_addr()?;
-    let router = http::router(http::HttpState { app: app.clone(), pool: pool.clone() });
+    let ops = http::ops::Ops { relay: relay_status.clone(), consumer: consumer_status.clone(), gateway: Some(gateway.clone()) };
+    let router = http::router(http::HttpState { app: app.clone(), pool: pool.clone(), gateway: gateway.clone(), ops });
     let task = tokio::spawn(async move { axum::serve(listener, router).await });
-    Ok(Running { addr, app, pool, task })
+    Ok(Running { addr, app, pool, task, gateway, relay_status, consumer_status, feed: Feed::default() })
 }
 
 /// A connection URL without its password, for messages.

@@ -32,7 +32,7 @@ pub fn normalize_phone(raw: &str) -> Result<String, DomainError> {
     Ok(format!("+{digits}"))
 }
 
-fn check_name(raw: &str, max: usize, err: DomainError, required: bool) -> Result<String, DomainError> {
+pub(crate) fn check_name(raw: &str, max: usize, err: DomainError, required: bool) -> Result<String, DomainError> {
     let name = raw.trim();
     if (required && name.is_empty()) || name.chars().count() > max || name.chars().any(char::is_control) {
         return Err(err);

@@ -3,12 +3,17 @@
 
 pub mod authenticate;
 pub mod block;
+pub mod contacts;
 pub mod delete_history;
 pub mod delete_messages;
+pub mod dialog_filters;
+pub mod edit_peer_folders;
 pub mod edit_message;
 pub mod forward_messages;
 pub mod login;
+pub mod mark_dialog_unread;
 mod outgoing;
+pub mod pin_dialogs;
 pub mod read_history;
 pub mod read_message_contents;
 pub mod send_message;

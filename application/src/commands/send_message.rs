@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::outgoing::{deliver, Outgoing};
 use crate::clock::unix_now;
 use crate::error::AppError;
-use crate::ports::Origin;
+use crate::ports::{Origin, SendPreflight};
 use crate::tl::{long, InputPeer, InputReplyTo, Updates};
 use crate::{App, Caller};
 
@@ -176,29 +176,33 @@ impl App {
             return Err(DomainError::PeerIdInvalid.into());
         }
 
-        // A retry of a send that committed gets the first answer and appends nothing.
-        if let Some((first, pts)) = tx.find_by_random_id(sender, req.random_id).await? {
-            // A forwarded copy is another message, even with the same text.
-            if first.peer_id != peer_id || first.text != text.as_str() || first.fwd_from.is_some() {
-                return Err(DomainError::RandomIdDuplicate.into());
+        // A retry of a send that committed gets the first answer and appends nothing. The random_id
+        // lookup and the block checks are one round trip (send_preflight).
+        let (sender_blocked_peer, peer_blocked_sender) = match tx.send_preflight(sender, peer_id, req.random_id).await? {
+            SendPreflight::New { sender_blocked_peer, peer_blocked_sender } => (sender_blocked_peer, peer_blocked_sender),
+            SendPreflight::Retry(first, pts) => {
+                // A forwarded copy is another message, even with the same text.
+                if first.peer_id != peer_id || first.text != text.as_str() || first.fwd_from.is_some() {
+                    return Err(DomainError::RandomIdDuplicate.into());
+                }
+                return Ok(Updates::ShortSentMessage {
+                    out: true,
+                    id: first.id.get(),
+                    pts: pts.get(),
+                    pts_count: 1,
+                    date: first.date,
+                    entities: Vec::new(),
+                });
             }
-            return Ok(Updates::ShortSentMessage {
-                out: true,
-                id: first.id.get(),
-                pts: pts.get(),
-                pts_count: 1,
-                date: first.date,
-                entities: Vec::new(),
-            });
-        }
+        };
 
         let recipient_gets_it = match peer {
             ChatPeer::SelfChat => false,
-            ChatPeer::User(other) => {
-                if tx.is_blocked(sender, other).await? {
+            ChatPeer::User(_) => {
+                if sender_blocked_peer {
                     return Err(DomainError::YouBlockedUser.into());
                 }
-                !tx.is_blocked(other, sender).await?
+                !peer_blocked_sender
             }
         };
 

@@ -1,5 +1,6 @@
 //! `messages.getDialogs`: the dialog list of a folder by seek pagination on (top date, top id, peer).
 
+use domain::events::FilterSubject;
 use domain::{limits, DomainError, UserId};
 use serde::Deserialize;
 
@@ -39,6 +40,18 @@ pub fn fold_hash(acc: u64, value: u64) -> u64 {
     h.wrapping_add(value)
 }
 
+/// (peer, top message, its date) of dialogs, the input of the list hash.
+fn hash_rows(rows: &[DialogRecord]) -> Vec<(i64, i32, i32)> {
+    rows.iter().map(|d| (d.peer_id.get(), d.top_message, d.top_message_date)).collect()
+}
+
+/// The hash of a dialog list in list order.
+fn list_hash(rows: impl IntoIterator<Item = (i64, i32, i32)>) -> i64 {
+    rows.into_iter()
+        .fold(0u64, |acc, (peer, top, date)| fold_hash(fold_hash(fold_hash(acc, peer as u64), top as u64), date as u64))
+        as i64
+}
+
 /// A folder id the dialog list knows: 0 (main list) or 1 (archive).
 pub(crate) fn folder(raw: Option<i32>) -> Result<i16, DomainError> {
     match raw.unwrap_or(0) {
@@ -51,7 +64,8 @@ pub(crate) fn folder(raw: Option<i32>) -> Result<i16, DomainError> {
 impl App {
     pub async fn get_dialogs(&self, caller: &Caller, req: GetDialogs) -> Result<Dialogs, AppError> {
         let owner = caller.user_id;
-        let folder_id = folder(req.folder_id)?;
+        let filter_id = req.folder_id.filter(|f| *f >= 2);
+        let folder_id = if filter_id.is_some() { 0 } else { folder(req.folder_id)? };
         let limit = if req.limit <= 0 { limits::MAX_DIALOGS_LIMIT } else { req.limit.min(limits::MAX_DIALOGS_LIMIT) };
         let offset_peer = match &req.offset_peer {
             InputPeer::Empty => 0,
@@ -64,18 +78,102 @@ impl App {
             top_message: req.offset_id,
             peer_id: offset_peer,
         });
+        if let Some(id) = filter_id {
+            return self.get_filtered_dialogs(owner, id, req.exclude_pinned, cursor, limit, req.hash).await;
+        }
 
-        let count = self.store.dialogs_count(owner, folder_id).await?;
+        // Pinned dialogs lead the folder's list (unless excluded) and are left out of the pages
+        // that follow; offsets come from the last unpinned dialog of a page.
+        let pinned = self.store.pinned_dialogs(owner, folder_id).await?;
+        let is_pinned = |peer: UserId| pinned.iter().any(|p| p.peer_id == peer);
+        let mut count = self.store.dialogs_count(owner, folder_id).await?;
+        if req.exclude_pinned {
+            count -= pinned.len() as i64;
+        }
         if req.hash != 0 {
             let rows = self.store.dialogs_hash_input(owner, folder_id).await?;
-            let hash = rows.iter().fold(0u64, |acc, (peer, top, date)| {
-                fold_hash(fold_hash(fold_hash(acc, *peer as u64), *top as u64), *date as u64)
-            });
-            if hash as i64 == req.hash {
+            let lead = if req.exclude_pinned { Vec::new() } else { hash_rows(&pinned) };
+            let rest = rows.into_iter().filter(|(peer, _, _)| !pinned.iter().any(|p| p.peer_id.get() == *peer));
+            if list_hash(lead.into_iter().chain(rest)) == req.hash {
                 return Ok(Dialogs::NotModified { count });
             }
         }
-        let page = self.store.dialogs_page(owner, folder_id, cursor, limit).await?;
+        let mut page = Vec::new();
+        if cursor.is_none() && !req.exclude_pinned {
+            page.extend(pinned.iter().cloned());
+        }
+        let room = (limit as usize).saturating_sub(page.len());
+        if room > 0 {
+            let fetched = self.store.dialogs_page(owner, folder_id, cursor, (room + pinned.len()) as i32).await?;
+            page.extend(fetched.into_iter().filter(|d| !is_pinned(d.peer_id)).take(room));
+        }
+        let (dialogs, messages, users) = self.dialog_bundle(owner, &page).await?;
+        if cursor.is_none() && (page.len() as i64) >= count {
+            Ok(Dialogs::All { dialogs, messages, chats: Vec::new(), users })
+        } else {
+            Ok(Dialogs::Slice { count, dialogs, messages, chats: Vec::new(), users })
+        }
+    }
+
+    /// `getDialogs` with `folder_id` ≥ 2: the dialogs of that custom filter, its pinned peers first,
+    /// over both folders; `count` and `hash` are of the filtered list.
+    async fn get_filtered_dialogs(
+        &self,
+        owner: UserId,
+        filter_id: i32,
+        exclude_pinned: bool,
+        cursor: Option<DialogCursor>,
+        limit: i32,
+        hash: i64,
+    ) -> Result<Dialogs, AppError> {
+        let set = self.store.dialog_filters(owner).await?;
+        let rules = set.filters.into_iter().find(|f| f.id == filter_id).ok_or(DomainError::FolderIdInvalid)?;
+        let contacts = self.store.contacts(owner).await?;
+        let all = self.store.all_dialogs(owner).await?;
+        let matched: Vec<DialogRecord> = all
+            .into_iter()
+            .filter(|d| {
+                rules.includes(&FilterSubject {
+                    peer: d.peer_id,
+                    contact: d.peer_id == owner || contacts.iter().any(|c| c.user_id == d.peer_id),
+                    folder_id: d.folder_id,
+                    unread_count: d.unread_count,
+                    unread_mark: d.unread_mark,
+                })
+            })
+            .map(|mut d| {
+                d.pinned = rules.pinned_peers.contains(&d.peer_id);
+                d
+            })
+            .collect();
+        let mut lead: Vec<DialogRecord> = Vec::new();
+        if !exclude_pinned {
+            for p in &rules.pinned_peers {
+                if let Some(d) = matched.iter().find(|d| d.peer_id == *p) {
+                    lead.push(d.clone());
+                }
+            }
+        }
+        let rest: Vec<DialogRecord> = matched.into_iter().filter(|d| !d.pinned).collect();
+        let count = (lead.len() + rest.len()) as i64;
+        if hash != 0 && list_hash(hash_rows(&lead).into_iter().chain(hash_rows(&rest))) == hash {
+            return Ok(Dialogs::NotModified { count });
+        }
+        let mut page = Vec::new();
+        if cursor.is_none() {
+            page.extend(lead);
+        }
+        let room = (limit as usize).saturating_sub(page.len());
+        page.extend(
+            rest.into_iter()
+                .filter(|d| match cursor {
+                    None => true,
+                    Some(c) => {
+                        (d.top_message_date, d.top_message, d.peer_id.get()) < (c.top_message_date, c.top_message, c.peer_id)
+                    }
+                })
+                .take(room),
+        );
         let (dialogs, messages, users) = self.dialog_bundle(owner, &page).await?;
         if cursor.is_none() && (page.len() as i64) >= count {
             Ok(Dialogs::All { dialogs, messages, chats: Vec::new(), users })

@@ -47,7 +47,7 @@ impl App {
             mentioned.extend(users_of_event(&stored.event));
             match &stored.event {
                 UserEvent::NewMessage(e) => new_messages.push(Message::from(&e.message)),
-                _ => other_updates.push(update_for_event(stored)),
+                _ => other_updates.push(update_for_event(stored, &self.keys)),
             }
         }
         let users = self.users_for(owner, mentioned).await?;

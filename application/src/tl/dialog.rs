@@ -29,7 +29,7 @@ pub struct Dialog {
 impl From<&DialogRecord> for Dialog {
     fn from(d: &DialogRecord) -> Self {
         Dialog {
-            pinned: false,
+            pinned: d.pinned,
             unread_mark: d.unread_mark,
             peer: Peer::user(d.peer_id),
             top_message: d.top_message,

@@ -7,6 +7,7 @@ mod from_event;
 mod input;
 mod message;
 mod misc;
+mod organization;
 mod peer;
 mod rpc_error;
 mod update;
@@ -18,6 +19,10 @@ pub use input::{long, longs, opt_long, InputPeer, InputReplyTo, InputUser};
 pub use from_event::{update_for_event, users_of_event};
 pub use message::{users_of_message, Message, MessageEmpty, MessageFwdHeader, MessageItem, MessageReplyHeader, Messages};
 pub use misc::{AffectedHistory, AffectedMessages, Blocked, OutboxReadDate, PeerBlocked, ResolvedPeer};
+pub use organization::{
+    Contact, Contacts, DialogFilter, DialogFilters, DialogPeer, FolderPeer, ImportedContact, ImportedContacts,
+    MessagesPeerSettings, OwnInputPeer, PeerSettings, TextWithEntities,
+};
 pub use peer::Peer;
 pub use rpc_error::{tl_name, RpcError};
 pub use update::{Update, Updates};

@@ -88,6 +88,13 @@ pub fn tl_name(e: &DomainError) -> &'static str {
         ContactIdInvalid => "CONTACT_ID_INVALID",
         PersistentTimestampInvalid => "PERSISTENT_TIMESTAMP_INVALID",
         FilterIdInvalid => "FILTER_ID_INVALID",
+        PinnedDialogsTooMuch => "PINNED_DIALOGS_TOO_MUCH",
+        PeerHistoryEmpty => "PEER_HISTORY_EMPTY",
+        FilterIncludeTooMuch => "FILTER_INCLUDE_TOO_MUCH",
+        FilterIncludeEmpty => "FILTER_INCLUDE_EMPTY",
+        FilterTitleEmpty => "FILTER_TITLE_EMPTY",
+        DialogFiltersTooMuch => "DIALOG_FILTERS_TOO_MUCH",
+        ContactNameEmpty => "CONTACT_NAME_EMPTY",
     }
 }
 

@@ -1,7 +1,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Message, Peer, User};
+use super::{DialogFilter, DialogPeer, FolderPeer, Message, Peer, PeerSettings, User};
 
 /// TL `Update` constructors ptslog produces.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -23,6 +23,37 @@ pub enum Update {
     ReadMessagesContents { messages: Vec<i32>, pts: i32, pts_count: i32, date: i32 },
     #[serde(rename = "updatePeerBlocked")]
     PeerBlocked { peer_id: Peer, blocked: bool },
+    #[serde(rename = "updateDialogPinned")]
+    DialogPinned {
+        pinned: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        folder_id: Option<i32>,
+        peer: DialogPeer,
+    },
+    #[serde(rename = "updatePinnedDialogs")]
+    PinnedDialogs {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        folder_id: Option<i32>,
+        order: Vec<DialogPeer>,
+    },
+    #[serde(rename = "updateDialogUnreadMark")]
+    DialogUnreadMark { unread: bool, peer: DialogPeer },
+    #[serde(rename = "updateFolderPeers")]
+    FolderPeers { folder_peers: Vec<FolderPeer>, pts: i32, pts_count: i32 },
+    #[serde(rename = "updateDialogFilter")]
+    DialogFilter {
+        id: i32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filter: Option<DialogFilter>,
+    },
+    #[serde(rename = "updateDialogFilterOrder")]
+    DialogFilterOrder { order: Vec<i32> },
+    #[serde(rename = "updateDialogFilters")]
+    DialogFilters {},
+    #[serde(rename = "updatePeerSettings")]
+    PeerSettings { peer: Peer, settings: PeerSettings },
+    #[serde(rename = "updateContactsReset")]
+    ContactsReset {},
 }
 
 /// TL `Updates` constructors ptslog answers with.

@@ -2,7 +2,7 @@ use domain::access_hash::AccessHashKey;
 use domain::UserId;
 use serde::Serialize;
 
-use crate::ports::UserRecord;
+use crate::ports::{ContactRecord, UserRecord};
 
 /// TL `user`, as one viewer sees it: the access hash is that viewer's, the phone only for oneself.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -35,5 +35,17 @@ impl User {
             last_name: record.last_name.clone(),
             phone: is_self.then(|| record.phone.trim_start_matches('+').to_string()),
         }
+    }
+
+    /// Overlays the viewer's contact entry: its names for the user, `contact`, and `mutual_contact`
+    /// when the user has the viewer as a contact too.
+    pub fn with_contact(mut self, contact: Option<&ContactRecord>, they_have_viewer: bool) -> Self {
+        if let Some(c) = contact {
+            self.contact = true;
+            self.mutual_contact = they_have_viewer;
+            self.first_name = c.first_name.clone();
+            self.last_name = c.last_name.clone();
+        }
+        self
     }
 }

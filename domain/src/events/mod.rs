@@ -2,7 +2,13 @@
 //! is appended to that account's pts log with a kind, a payload version and `pts_count` pts.
 //! `docs/events.md` documents each kind; its tests keep the names here and there in step.
 
+mod contacts;
 mod delete_messages;
+mod dialog_filter;
+mod dialog_pinned;
+mod dialog_unread_mark;
+mod folder_peers;
+mod pinned_dialogs;
 mod edit_message;
 mod new_message;
 mod peer_blocked;
@@ -10,7 +16,13 @@ mod read_history_inbox;
 mod read_history_outbox;
 mod read_message_contents;
 
+pub use contacts::{ContactDeleted, ContactSaved, ContactsReset, PeerSettings, PeerSettingsFlags};
 pub use delete_messages::{ClearHistory, DeleteMessages};
+pub use dialog_filter::{DialogFilter, DialogFilterOrder, DialogFilterRules, DialogFilterTags, FilterSubject};
+pub use dialog_pinned::DialogPinned;
+pub use dialog_unread_mark::DialogUnreadMark;
+pub use folder_peers::{FolderPeer, FolderPeers};
+pub use pinned_dialogs::PinnedDialogs;
 pub use edit_message::EditMessage;
 pub use new_message::NewMessage;
 pub use peer_blocked::PeerBlocked;
@@ -31,6 +43,17 @@ pub enum UserEvent {
     ReadHistoryOutbox(ReadHistoryOutbox),
     ReadMessageContents(ReadMessageContents),
     PeerBlocked(PeerBlocked),
+    DialogPinned(DialogPinned),
+    PinnedDialogs(PinnedDialogs),
+    DialogUnreadMark(DialogUnreadMark),
+    FolderPeers(FolderPeers),
+    DialogFilter(DialogFilter),
+    DialogFilterOrder(DialogFilterOrder),
+    DialogFilterTags(DialogFilterTags),
+    ContactSaved(ContactSaved),
+    ContactDeleted(ContactDeleted),
+    ContactsReset(ContactsReset),
+    PeerSettings(PeerSettings),
 }
 
 /// What each event kind declares about itself.
@@ -61,6 +84,17 @@ impl UserEvent {
         ReadHistoryOutbox::KIND,
         ReadMessageContents::KIND,
         PeerBlocked::KIND,
+        DialogPinned::KIND,
+        PinnedDialogs::KIND,
+        DialogUnreadMark::KIND,
+        FolderPeers::KIND,
+        DialogFilter::KIND,
+        DialogFilterOrder::KIND,
+        DialogFilterTags::KIND,
+        ContactSaved::KIND,
+        ContactDeleted::KIND,
+        ContactsReset::KIND,
+        PeerSettings::KIND,
     ];
 
     pub fn kind(&self) -> &'static str {
@@ -72,6 +106,17 @@ impl UserEvent {
             UserEvent::ReadHistoryOutbox(_) => ReadHistoryOutbox::KIND,
             UserEvent::ReadMessageContents(_) => ReadMessageContents::KIND,
             UserEvent::PeerBlocked(_) => PeerBlocked::KIND,
+            UserEvent::DialogPinned(_) => DialogPinned::KIND,
+            UserEvent::PinnedDialogs(_) => PinnedDialogs::KIND,
+            UserEvent::DialogUnreadMark(_) => DialogUnreadMark::KIND,
+            UserEvent::FolderPeers(_) => FolderPeers::KIND,
+            UserEvent::DialogFilter(_) => DialogFilter::KIND,
+            UserEvent::DialogFilterOrder(_) => DialogFilterOrder::KIND,
+            UserEvent::DialogFilterTags(_) => DialogFilterTags::KIND,
+            UserEvent::ContactSaved(_) => ContactSaved::KIND,
+            UserEvent::ContactDeleted(_) => ContactDeleted::KIND,
+            UserEvent::ContactsReset(_) => ContactsReset::KIND,
+            UserEvent::PeerSettings(_) => PeerSettings::KIND,
         }
     }
 
@@ -84,6 +129,17 @@ impl UserEvent {
             UserEvent::ReadHistoryOutbox(_) => ReadHistoryOutbox::VERSION,
             UserEvent::ReadMessageContents(_) => ReadMessageContents::VERSION,
             UserEvent::PeerBlocked(_) => PeerBlocked::VERSION,
+            UserEvent::DialogPinned(_) => DialogPinned::VERSION,
+            UserEvent::PinnedDialogs(_) => PinnedDialogs::VERSION,
+            UserEvent::DialogUnreadMark(_) => DialogUnreadMark::VERSION,
+            UserEvent::FolderPeers(_) => FolderPeers::VERSION,
+            UserEvent::DialogFilter(_) => DialogFilter::VERSION,
+            UserEvent::DialogFilterOrder(_) => DialogFilterOrder::VERSION,
+            UserEvent::DialogFilterTags(_) => DialogFilterTags::VERSION,
+            UserEvent::ContactSaved(_) => ContactSaved::VERSION,
+            UserEvent::ContactDeleted(_) => ContactDeleted::VERSION,
+            UserEvent::ContactsReset(_) => ContactsReset::VERSION,
+            UserEvent::PeerSettings(_) => PeerSettings::VERSION,
         }
     }
 
@@ -106,6 +162,17 @@ impl UserEvent {
             UserEvent::ReadHistoryOutbox(e) => serde_json::to_value(e),
             UserEvent::ReadMessageContents(e) => serde_json::to_value(e),
             UserEvent::PeerBlocked(e) => serde_json::to_value(e),
+            UserEvent::DialogPinned(e) => serde_json::to_value(e),
+            UserEvent::PinnedDialogs(e) => serde_json::to_value(e),
+            UserEvent::DialogUnreadMark(e) => serde_json::to_value(e),
+            UserEvent::FolderPeers(e) => serde_json::to_value(e),
+            UserEvent::DialogFilter(e) => serde_json::to_value(e),
+            UserEvent::DialogFilterOrder(e) => serde_json::to_value(e),
+            UserEvent::DialogFilterTags(e) => serde_json::to_value(e),
+            UserEvent::ContactSaved(e) => serde_json::to_value(e),
+            UserEvent::ContactDeleted(e) => serde_json::to_value(e),
+            UserEvent::ContactsReset(e) => serde_json::to_value(e),
+            UserEvent::PeerSettings(e) => serde_json::to_value(e),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         v.unwrap_or(serde_json::Value::Null)
@@ -127,6 +194,17 @@ impl UserEvent {
             ReadHistoryOutbox::KIND => UserEvent::ReadHistoryOutbox(read(version, payload)?),
             ReadMessageContents::KIND => UserEvent::ReadMessageContents(read(version, payload)?),
             PeerBlocked::KIND => UserEvent::PeerBlocked(read(version, payload)?),
+            DialogPinned::KIND => UserEvent::DialogPinned(read(version, payload)?),
+            PinnedDialogs::KIND => UserEvent::PinnedDialogs(read(version, payload)?),
+            DialogUnreadMark::KIND => UserEvent::DialogUnreadMark(read(version, payload)?),
+            FolderPeers::KIND => UserEvent::FolderPeers(read(version, payload)?),
+            DialogFilter::KIND => UserEvent::DialogFilter(read(version, payload)?),
+            DialogFilterOrder::KIND => UserEvent::DialogFilterOrder(read(version, payload)?),
+            DialogFilterTags::KIND => UserEvent::DialogFilterTags(read(version, payload)?),
+            ContactSaved::KIND => UserEvent::ContactSaved(read(version, payload)?),
+            ContactDeleted::KIND => UserEvent::ContactDeleted(read(version, payload)?),
+            ContactsReset::KIND => UserEvent::ContactsReset(read(version, payload)?),
+            PeerSettings::KIND => UserEvent::PeerSettings(read(version, payload)?),
             other => return Err(EventDecodeError::UnknownKind(other.into())),
         })
     }
@@ -149,6 +227,30 @@ mod tests {
         assert_eq!(back.pts_count(), 2);
         let ev = UserEvent::ReadHistoryOutbox(ReadHistoryOutbox { peer_id: peer, max_id: BoxId::new(9).unwrap(), date: 5 });
         assert_eq!(UserEvent::decode(ev.kind(), ev.version(), ev.payload()).unwrap(), ev);
+        let rules: DialogFilterRules = serde_json::from_value(serde_json::json!({
+            "id": 2, "title": "Work", "emoticon": "x", "contacts": true, "include_peers": [7]
+        }))
+        .unwrap();
+        for ev in [
+            UserEvent::DialogFilter(DialogFilter { id: 2, filter: Some(rules) }),
+            UserEvent::DialogFilter(DialogFilter { id: 2, filter: None }),
+            UserEvent::PinnedDialogs(PinnedDialogs { folder_id: 1, order: vec![peer] }),
+            UserEvent::FolderPeers(FolderPeers { folder_peers: vec![FolderPeer { peer_id: peer, folder_id: 1 }] }),
+            UserEvent::ContactsReset(ContactsReset {}),
+            UserEvent::ContactSaved(ContactSaved {
+                user_id: peer,
+                first_name: "A".into(),
+                last_name: String::new(),
+                phone: "1555".into(),
+                imported: true,
+                date: 3,
+                settings: PeerSettingsFlags::default(),
+            }),
+        ] {
+            assert_eq!(UserEvent::decode(ev.kind(), ev.version(), ev.payload()).unwrap(), ev);
+            assert_eq!(ev.pts_count(), 1);
+        }
+        assert_eq!(UserEvent::KINDS.len(), 18);
     }
 
     #[test]

@@ -13,7 +13,8 @@ pub(crate) const BOX_COLUMNS: &str = "box_id, message_id, peer_user_id, sender_u
      text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date";
 
 pub(crate) const DIALOG_COLUMNS: &str =
-    "peer_user_id, folder_id, top_message, top_message_date, read_inbox_max_id, read_outbox_max_id, unread_count, unread_mark";
+    "peer_user_id, folder_id, top_message, top_message_date, read_inbox_max_id, read_outbox_max_id, unread_count, unread_mark, \
+     pinned_order IS NOT NULL AS pinned";
 
 pub(crate) const USER_COLUMNS: &str = "id, phone, first_name, last_name";
 
@@ -81,6 +82,7 @@ pub(crate) fn dialog(row: &PgRow) -> Result<DialogRecord, StoreError> {
         read_outbox_max_id: get(row, "read_outbox_max_id")?,
         unread_count: get(row, "unread_count")?,
         unread_mark: get(row, "unread_mark")?,
+        pinned: get(row, "pinned")?,
     })
 }
 

@@ -401,4 +401,97 @@ impl Store for PgStore {
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok((records, count))
     }
+
+    // dialogs_pinned: (user_id, folder_id, pinned_order) WHERE pinned_order IS NOT NULL.
+    async fn pinned_dialogs(&self, owner: UserId, folder_id: i16) -> Result<Vec<DialogRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND folder_id = $2 AND pinned_order IS NOT NULL \
+             ORDER BY pinned_order, peer_user_id"
+        ))
+        .bind(owner.get())
+        .bind(folder_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(dialog).collect()
+    }
+
+    // The owner's partition of dialogs; a dialog filter is applied to the whole list.
+    async fn all_dialogs(&self, owner: UserId) -> Result<Vec<DialogRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 \
+             ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC"
+        ))
+        .bind(owner.get())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(dialog).collect()
+    }
+
+    // dialogs_unread_mark: (user_id) WHERE unread_mark.
+    async fn unread_marked(&self, owner: UserId) -> Result<Vec<UserId>, StoreError> {
+        let raw: Vec<i64> = sqlx::query_scalar(
+            "SELECT peer_user_id FROM dialogs WHERE user_id = $1 AND unread_mark \
+             ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC",
+        )
+        .bind(owner.get())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        raw.into_iter().map(|p| rows::user_id(p, "peer_user_id")).collect()
+    }
+
+    async fn dialog_filters(&self, owner: UserId) -> Result<application::ports::FilterSet, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        crate::postgres::queries::dialog_filters(&mut conn, owner).await
+    }
+
+    async fn contacts(&self, owner: UserId) -> Result<Vec<application::ports::ContactRecord>, StoreError> {
+        use crate::postgres::queries::{contact, CONTACT_COLUMNS};
+        let rows = sqlx::query(&format!(
+            "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 ORDER BY contact_user_id"
+        ))
+        .bind(owner.get())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(contact).collect()
+    }
+
+    // The primary key for the viewer's own contacts; contacts_reverse for who has the viewer.
+    async fn contact_links(
+        &self,
+        viewer: UserId,
+        ids: &[UserId],
+    ) -> Result<(Vec<application::ports::ContactRecord>, Vec<UserId>), StoreError> {
+        use crate::postgres::queries::{contact, CONTACT_COLUMNS};
+        if ids.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
+        let rows = sqlx::query(&format!(
+            "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 AND contact_user_id = ANY($2)"
+        ))
+        .bind(viewer.get())
+        .bind(&raw)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        let mine = rows.iter().map(contact).collect::<Result<Vec<_>, _>>()?;
+        let theirs: Vec<i64> = sqlx::query_scalar(
+            "SELECT owner_user_id FROM contacts WHERE contact_user_id = $1 AND owner_user_id = ANY($2)",
+        )
+        .bind(viewer.get())
+        .bind(&raw)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        let theirs = theirs.into_iter().map(|u| rows::user_id(u, "owner_user_id")).collect::<Result<Vec<_>, _>>()?;
+        Ok((mine, theirs))
+    }
+
+    async fn peer_bar_hidden(&self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
+        crate::postgres::queries::bar_hidden(&self.pool, owner, peer).await
+    }
 }

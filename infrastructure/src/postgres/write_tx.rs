@@ -3,12 +3,12 @@
 //! `lock_users` locks the accounts' `user_sequences` rows in ascending id order and keeps their
 //! counters in memory; `next_box_id` and `append` advance them there. `append` runs the projectors
 //! at once, on the transaction's connection, so later reads in the same transaction see the event's
-//! effect; the events themselves are buffered and, with the counters, written at commit in two
-//! statements. Dropping the transaction without committing rolls everything back.
+//! effect; the events themselves are buffered and, with the counters, written at commit in one
+//! statement. Dropping the transaction without committing rolls everything back.
 
 use std::collections::{HashMap, HashSet};
 
-use application::ports::{DialogRecord, Origin, StoreError, StoredEvent, WriteTx};
+use application::ports::{DialogRecord, Origin, SendPreflight, StoreError, StoredEvent, WriteTx};
 use async_trait::async_trait;
 use domain::events::UserEvent;
 use domain::message::OwnerMessage;
@@ -47,12 +47,14 @@ pub struct PgWriteTx {
     requested: Option<HashSet<UserId>>,
     counters: HashMap<UserId, Counters>,
     events: Vec<PendingEvent>,
+    /// A message id `send_preflight` fetched with its reads, for the send's `next_message_id`.
+    prefetched_message_id: Option<MessageId>,
 }
 
 impl PgWriteTx {
     pub async fn begin(pool: &PgPool) -> Result<Self, StoreError> {
         let tx = pool.begin().await.map_err(db_error)?;
-        Ok(Self { tx, requested: None, counters: HashMap::new(), events: Vec::new() })
+        Ok(Self { tx, requested: None, counters: HashMap::new(), events: Vec::new(), prefetched_message_id: None })
     }
 
     fn counters(&mut self, owner: UserId) -> Result<&mut Counters, StoreError> {
@@ -169,6 +171,43 @@ impl WriteTx for PgWriteTx {
         .map_err(db_error)
     }
 
+    /// One round trip: the random_id lookup (message_boxes_random_id), both block checks (the
+    /// contact_blocks primary key) and the send's message id. The id is wasted when the send stops
+    /// here (a retry, a block); message ids only need to be unique.
+    async fn send_preflight(&mut self, sender: UserId, peer: UserId, random_id: i64) -> Result<SendPreflight, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT b.*, \
+               EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = $1 AND blocked_user_id = $3) AS sender_blocked_peer, \
+               EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = $3 AND blocked_user_id = $1) AS peer_blocked_sender, \
+               nextval('private_message_ids') AS next_message_id \
+             FROM (SELECT 1) AS one LEFT JOIN LATERAL \
+               (SELECT {BOX_COLUMNS}, pts FROM message_boxes WHERE owner_user_id = $1 AND random_id = $2) b ON true"
+        ))
+        .bind(sender.get())
+        .bind(random_id)
+        .bind(peer.get())
+        .fetch_one(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        if rows::get::<Option<i32>>(&row, "box_id")?.is_some() {
+            let (found, pts) = (owner_message(&row)?, rows::pts(rows::get(&row, "pts")?)?);
+            if found.edit_date.is_none() {
+                return Ok(SendPreflight::Retry(found, pts));
+            }
+            // Edited since: the message as first sent comes from its event (rare; a second trip).
+            return match self.find_by_random_id(sender, random_id).await? {
+                Some((first, pts)) => Ok(SendPreflight::Retry(first, pts)),
+                None => Err(StoreError::Bug(format!("the box of random_id {random_id} of user {sender} vanished"))),
+            };
+        }
+        self.prefetched_message_id = Some(MessageId(rows::get(&row, "next_message_id")?));
+        let self_chat = sender == peer;
+        Ok(SendPreflight::New {
+            sender_blocked_peer: !self_chat && rows::get::<bool>(&row, "sender_blocked_peer")?,
+            peer_blocked_sender: !self_chat && rows::get::<bool>(&row, "peer_blocked_sender")?,
+        })
+    }
+
     async fn dialog(&mut self, owner: UserId, peer: UserId) -> Result<Option<DialogRecord>, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND peer_user_id = $2"
@@ -260,7 +299,35 @@ impl WriteTx for PgWriteTx {
         Ok(ids.iter().copied().filter(|id| unread.remove(&id.get())).collect())
     }
 
+    async fn pinned_peers(&mut self, owner: UserId, folder_id: i16) -> Result<Vec<UserId>, StoreError> {
+        crate::postgres::queries::pinned_peers(&mut *self.tx, owner, folder_id).await
+    }
+
+    async fn dialog_filters(&mut self, owner: UserId) -> Result<application::ports::FilterSet, StoreError> {
+        crate::postgres::queries::dialog_filters(&mut self.tx, owner).await
+    }
+
+    async fn contact(&mut self, owner: UserId, peer: UserId) -> Result<Option<application::ports::ContactRecord>, StoreError> {
+        use crate::postgres::queries::{contact, CONTACT_COLUMNS};
+        let row = sqlx::query(&format!(
+            "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 AND contact_user_id = $2"
+        ))
+        .bind(owner.get())
+        .bind(peer.get())
+        .fetch_optional(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
+        row.as_ref().map(contact).transpose()
+    }
+
+    async fn peer_bar_hidden(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
+        crate::postgres::queries::bar_hidden(&mut *self.tx, owner, peer).await
+    }
+
     async fn next_message_id(&mut self) -> Result<MessageId, StoreError> {
+        if let Some(id) = self.prefetched_message_id.take() {
+            return Ok(id);
+        }
         let id: i64 = sqlx::query_scalar("SELECT nextval('private_message_ids')")
             .fetch_one(&mut *self.tx)
             .await
@@ -313,6 +380,7 @@ impl WriteTx for PgWriteTx {
         rows::pts(c.pts)
     }
 
+    /// The counters and the buffered events in one statement (a data-modifying CTE), then COMMIT.
     async fn commit(self: Box<Self>) -> Result<(), StoreError> {
         let mut this = *self;
         let changed: Vec<(&UserId, &Counters)> = this
@@ -320,24 +388,11 @@ impl WriteTx for PgWriteTx {
             .iter()
             .filter(|(_, c)| c.pts != c.locked_pts || c.box_id != c.locked_box_id)
             .collect();
-        if !changed.is_empty() {
-            let users: Vec<i64> = changed.iter().map(|(u, _)| u.get()).collect();
-            let pts: Vec<i32> = changed.iter().map(|(_, c)| c.pts).collect();
-            let box_ids: Vec<i32> = changed.iter().map(|(_, c)| c.box_id).collect();
-            sqlx::query(
-                "UPDATE user_sequences s SET pts = v.pts, box_id = v.box_id \
-                 FROM unnest($1::bigint[], $2::int[], $3::int[]) AS v(user_id, pts, box_id) \
-                 WHERE s.user_id = v.user_id",
-            )
-            .bind(&users)
-            .bind(&pts)
-            .bind(&box_ids)
-            .execute(&mut *this.tx)
-            .await
-            .map_err(db_error)?;
-        }
-        if !this.events.is_empty() {
-            let events = std::mem::take(&mut this.events);
+        let users: Vec<i64> = changed.iter().map(|(u, _)| u.get()).collect();
+        let seq_pts: Vec<i32> = changed.iter().map(|(_, c)| c.pts).collect();
+        let box_ids: Vec<i32> = changed.iter().map(|(_, c)| c.box_id).collect();
+        let events = std::mem::take(&mut this.events);
+        if !users.is_empty() || !events.is_empty() {
             let mut user_ids = Vec::with_capacity(events.len());
             let mut pts = Vec::with_capacity(events.len());
             let mut counts = Vec::with_capacity(events.len());
@@ -356,12 +411,20 @@ impl WriteTx for PgWriteTx {
                 auth_key_ids.push(e.auth_key_id);
                 session_ids.push(e.session_id);
             }
+            // Every part of a data-modifying WITH runs, referenced or not; empty arrays are no-ops.
             sqlx::query(
-                "INSERT INTO user_update_events \
+                "WITH counters AS ( \
+                   UPDATE user_sequences s SET pts = v.pts, box_id = v.box_id \
+                   FROM unnest($1::bigint[], $2::int[], $3::int[]) AS v(user_id, pts, box_id) \
+                   WHERE s.user_id = v.user_id) \
+                 INSERT INTO user_update_events \
                    (user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id) \
-                 SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::smallint[], \
-                                      $6::jsonb[], $7::bigint[], $8::bigint[])",
+                 SELECT * FROM unnest($4::bigint[], $5::int[], $6::int[], $7::text[], $8::smallint[], \
+                                      $9::jsonb[], $10::bigint[], $11::bigint[])",
             )
+            .bind(&users)
+            .bind(&seq_pts)
+            .bind(&box_ids)
             .bind(&user_ids)
             .bind(&pts)
             .bind(&counts)

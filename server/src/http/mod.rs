@@ -1,29 +1,41 @@
-//! The JSON RPC API (docs/json-api.md): `POST /v1/auth/login`, `POST /v1/rpc/<method>`, `GET /healthz`.
+//! The JSON RPC API (docs/json-api.md): `POST /v1/auth/login`, `POST /v1/rpc/<method>`, `GET /healthz`,
+//! the push WebSocket `GET /v1/updates`, and the operations endpoints (`ops`).
 
 mod auth;
 mod login;
+pub mod ops;
 mod reply;
 mod rpc;
+mod updates;
 
 pub use rpc::METHODS;
+
+use std::sync::Arc;
 
 use application::App;
 use axum::routing::{get, post};
 use axum::Router;
 use sqlx::PgPool;
 
+use crate::gateway::Gateway;
+
 #[derive(Clone)]
 pub struct HttpState {
     pub app: App,
     pub pool: PgPool,
+    pub gateway: Arc<Gateway>,
+    pub ops: ops::Ops,
 }
 
 pub fn router(state: HttpState) -> Router {
+    let ops = ops::router(state.ops.clone());
     Router::new()
         .route("/healthz", get(healthz))
         .route("/v1/auth/login", post(login::login))
         .route("/v1/rpc/{method}", post(rpc::rpc))
+        .route("/v1/updates", get(updates::updates))
         .with_state(state)
+        .merge(ops)
 }
 
 /// 200 when the database answers, 503 otherwise.

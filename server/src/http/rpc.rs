@@ -1,10 +1,18 @@
 //! `POST /v1/rpc/<method>`: one table from TL method names to application handlers.
 
 use application::commands::{
+    contacts::{AddContact, DeleteContacts, HidePeerSettingsBar, ImportContacts},
+    dialog_filters::{ToggleDialogFilterTags, UpdateDialogFilter, UpdateDialogFiltersOrder},
+    edit_peer_folders::EditPeerFolders,
+    mark_dialog_unread::MarkDialogUnread,
+    pin_dialogs::{ReorderPinnedDialogs, ToggleDialogPin},
+};
+use application::commands::{
     block::Block, delete_history::DeleteHistory, delete_messages::DeleteMessages, edit_message::EditMessage,
     forward_messages::ForwardMessages, read_history::ReadHistory, read_message_contents::ReadMessageContents,
     send_message::SendMessage,
 };
+use application::queries::dialog_organization::{GetContacts, GetPeerSettings, GetPinnedDialogs};
 use application::queries::{
     get_blocked::GetBlocked, get_dialogs::GetDialogs, get_difference::GetDifference, get_history::GetHistory,
     get_messages::GetMessages, get_outbox_read_date::GetOutboxReadDate, get_peer_dialogs::GetPeerDialogs,
@@ -45,6 +53,23 @@ pub const METHODS: &[&str] = &[
     "contacts.block",
     "contacts.unblock",
     "contacts.getBlocked",
+    "messages.toggleDialogPin",
+    "messages.reorderPinnedDialogs",
+    "messages.getPinnedDialogs",
+    "messages.markDialogUnread",
+    "messages.getDialogUnreadMarks",
+    "folders.editPeerFolders",
+    "messages.getDialogFilters",
+    "messages.updateDialogFilter",
+    "messages.updateDialogFiltersOrder",
+    "messages.toggleDialogFilterTags",
+    "contacts.importContacts",
+    "contacts.addContact",
+    "contacts.deleteContacts",
+    "contacts.getContacts",
+    "contacts.resetSaved",
+    "messages.getPeerSettings",
+    "messages.hidePeerSettingsBar",
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
@@ -100,6 +125,42 @@ async fn dispatch(app: &App, c: &Caller, method: &str, body: &[u8]) -> Result<Va
         "contacts.block" => Ok(bool_value(app.set_blocked(c, parse::<Block>(body)?, true).await?)),
         "contacts.unblock" => Ok(bool_value(app.set_blocked(c, parse::<Block>(body)?, false).await?)),
         "contacts.getBlocked" => ok(&app.get_blocked(c, parse::<GetBlocked>(body)?).await?),
+        "messages.toggleDialogPin" => Ok(bool_value(app.toggle_dialog_pin(c, parse::<ToggleDialogPin>(body)?).await?)),
+        "messages.reorderPinnedDialogs" => {
+            Ok(bool_value(app.reorder_pinned_dialogs(c, parse::<ReorderPinnedDialogs>(body)?).await?))
+        }
+        "messages.getPinnedDialogs" => ok(&app.get_pinned_dialogs(c, parse::<GetPinnedDialogs>(body)?).await?),
+        "messages.markDialogUnread" => Ok(bool_value(app.mark_dialog_unread(c, parse::<MarkDialogUnread>(body)?).await?)),
+        "messages.getDialogUnreadMarks" => {
+            parse::<serde_json::Map<String, Value>>(body)?;
+            ok(&app.get_dialog_unread_marks(c).await?)
+        }
+        "folders.editPeerFolders" => ok(&app.edit_peer_folders(c, parse::<EditPeerFolders>(body)?).await?),
+        "messages.getDialogFilters" => {
+            parse::<serde_json::Map<String, Value>>(body)?;
+            ok(&app.get_dialog_filters(c).await?)
+        }
+        "messages.updateDialogFilter" => {
+            Ok(bool_value(app.update_dialog_filter(c, parse::<UpdateDialogFilter>(body)?).await?))
+        }
+        "messages.updateDialogFiltersOrder" => {
+            Ok(bool_value(app.update_dialog_filters_order(c, parse::<UpdateDialogFiltersOrder>(body)?).await?))
+        }
+        "messages.toggleDialogFilterTags" => {
+            Ok(bool_value(app.toggle_dialog_filter_tags(c, parse::<ToggleDialogFilterTags>(body)?).await?))
+        }
+        "contacts.importContacts" => ok(&app.import_contacts(c, parse::<ImportContacts>(body)?).await?),
+        "contacts.addContact" => ok(&app.add_contact(c, parse::<AddContact>(body)?).await?),
+        "contacts.deleteContacts" => ok(&app.delete_contacts(c, parse::<DeleteContacts>(body)?).await?),
+        "contacts.getContacts" => ok(&app.get_contacts(c, parse::<GetContacts>(body)?).await?),
+        "contacts.resetSaved" => {
+            parse::<serde_json::Map<String, Value>>(body)?;
+            Ok(bool_value(app.reset_saved_contacts(c).await?))
+        }
+        "messages.getPeerSettings" => ok(&app.get_peer_settings(c, parse::<GetPeerSettings>(body)?).await?),
+        "messages.hidePeerSettingsBar" => {
+            Ok(bool_value(app.hide_peer_settings_bar(c, parse::<HidePeerSettingsBar>(body)?).await?))
+        }
         other => Err(RpcFailure(RpcError::method_invalid(other))),
     }
 }

@@ -1,0 +1,78 @@
+//! The push frame: one TL `Updates` per record, built with the same [`update_for_event`] that
+//! `updates.getDifference` uses, so a device sees the same update whichever way it learns of it.
+
+use std::sync::Arc;
+
+use domain::access_hash::AccessHashKey;
+use domain::UserId;
+
+use super::hub::Frame;
+use crate::ports::{StoredEvent, UserRecord};
+use crate::tl::{update_for_event, users_of_event, Updates, User};
+
+/// Users the frame of this event must carry (the owner sees them with its own access hashes).
+pub fn frame_users(stored: &StoredEvent) -> Vec<UserId> {
+    let mut ids = users_of_event(&stored.event);
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// `{"_":"updates","updates":[…],"users":[…],"chats":[],"date":…,"seq":0}` for the event's owner.
+/// `records` are the users of [`frame_users`] (missing ones are left out, as getDifference does).
+pub fn push_updates(stored: &StoredEvent, records: &[UserRecord], keys: &AccessHashKey) -> Updates {
+    let viewer = stored.user_id;
+    Updates::Updates {
+        updates: vec![update_for_event(stored, keys)],
+        users: records.iter().map(|r| User::for_viewer(viewer, r, keys)).collect(),
+        chats: Vec::new(),
+        date: stored.date,
+        seq: 0,
+    }
+}
+
+/// The serialized frame, ready to be shared by every device of the owner.
+pub fn push_frame(stored: &StoredEvent, records: &[UserRecord], keys: &AccessHashKey, committed_at_micros: i64) -> Frame {
+    let updates = push_updates(stored, records, keys);
+    // TL objects are plain data; serializing them cannot fail.
+    let json = serde_json::to_string(&updates).unwrap_or_default();
+    Frame { pts: stored.pts.get(), json: Arc::from(json), committed_at_micros }
+}
+
+#[cfg(test)]
+mod tests {
+    use domain::events::{ReadHistoryOutbox, UserEvent};
+    use domain::{BoxId, Pts};
+    use serde_json::Value;
+
+    use super::*;
+    use crate::ports::Origin;
+
+    #[test]
+    fn the_frame_is_an_updates_object_with_the_viewers_users() {
+        let owner = UserId::new(1).unwrap();
+        let peer = UserId::new(2).unwrap();
+        let stored = StoredEvent {
+            user_id: owner,
+            pts: Pts::new(4).unwrap(),
+            pts_count: 1,
+            event: UserEvent::ReadHistoryOutbox(ReadHistoryOutbox { peer_id: peer, max_id: BoxId::new(3).unwrap(), date: 10 }),
+            origin: Origin::default(),
+            date: 1764489600,
+        };
+        assert_eq!(frame_users(&stored), vec![peer]);
+        let keys = AccessHashKey::new(b"k".to_vec());
+        let bob = UserRecord { id: peer, phone: "+1555".into(), first_name: "Bob".into(), last_name: String::new() };
+        let frame = push_frame(&stored, &[bob], &keys, 5);
+        assert_eq!(frame.pts, 4);
+        let v: Value = serde_json::from_str(&frame.json).unwrap();
+        assert_eq!(v["_"], "updates");
+        assert_eq!(v["updates"][0]["_"], "updateReadHistoryOutbox");
+        assert_eq!(v["updates"][0]["pts"], 4);
+        assert_eq!(v["users"][0]["id"], 2);
+        assert_eq!(v["users"][0]["access_hash"], keys.for_pair(owner, peer));
+        assert!(v["users"][0].get("phone").is_none());
+        assert_eq!(v["chats"], Value::Array(vec![]));
+        assert_eq!((v["date"].as_i64(), v["seq"].as_i64()), (Some(1764489600), Some(0)));
+    }
+}

@@ -1,0 +1,357 @@
+//! Which online device gets which record, and what happens when a device cannot keep up. Pure
+//! bookkeeping over [`DeviceChannel`]s, so its rules are tested without sockets; the gateway plugs
+//! in bounded tokio channels whose other ends write WebSocket frames.
+//!
+//! The rules, per device:
+//! - never the device that caused the event (it has the change in its RPC answer);
+//! - pts only grows: a record at or below the last pts seen is a duplicate (relays redeliver
+//!   after a crash; consumers drop by `(user_id, pts)`) and is skipped, so a device never gets
+//!   the same update twice;
+//! - a full buffer is never a silent drop: the device gets `updatesTooLong` (its buffer always
+//!   keeps one slot for it) and nothing more until it reconnects and calls `updates.getDifference`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use domain::{AuthKeyId, UserId};
+
+/// Slots of a device's buffer kept free for `updatesTooLong`.
+pub const RESERVED_SLOTS: usize = 1;
+
+/// What the gateway queues for one device.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    Frame(Frame),
+    /// The device fell behind; it is the last item the device gets on this connection.
+    TooLong,
+}
+
+/// One TL `Updates` object, serialized once and shared by every device of the account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub pts: i32,
+    pub json: Arc<str>,
+    /// When the event committed (unix microseconds), to measure commit-to-push latency.
+    pub committed_at_micros: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushError {
+    Full,
+    /// The device's connection is gone.
+    Closed,
+}
+
+/// The sending end of one device's bounded buffer.
+pub trait DeviceChannel: Send + Sync {
+    /// Slots free right now. Only the hub adds to the buffer, so this can only grow until the
+    /// hub's next push.
+    fn free_slots(&self) -> usize;
+    fn try_push(&self, item: Outgoing) -> Result<(), PushError>;
+}
+
+/// A registration, to unregister exactly this connection (a device may reconnect before its old
+/// connection is noticed gone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceId(u64);
+
+/// The record being delivered, as far as the rules need it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery {
+    pub user_id: UserId,
+    pub pts: i32,
+    pub origin: AuthKeyId,
+}
+
+/// What one delivery did, for metrics and tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveryReport {
+    pub pushed: usize,
+    pub duplicates: usize,
+    pub origin_skipped: usize,
+    /// Devices that got `updatesTooLong` now.
+    pub too_long: usize,
+    /// Devices already past `updatesTooLong`, waiting for their reconnect.
+    pub suppressed: usize,
+    /// Devices found disconnected (and forgotten).
+    pub closed: usize,
+}
+
+struct Device<C> {
+    id: DeviceId,
+    auth_key_id: AuthKeyId,
+    last_pts: i32,
+    overflowed: bool,
+    channel: C,
+}
+
+/// The online devices of this instance, by account.
+pub struct Hub<C> {
+    devices: Mutex<HashMap<UserId, Vec<Device<C>>>>,
+    next_id: AtomicU64,
+    online: AtomicUsize,
+}
+
+impl<C: DeviceChannel> Default for Hub<C> {
+    fn default() -> Self {
+        Self { devices: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), online: AtomicUsize::new(0) }
+    }
+}
+
+impl<C: DeviceChannel> Hub<C> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    // A panic while holding the lock cannot leave the map half-updated in a way that matters
+    // (every update is one push or one remove), so a poisoned lock is still usable.
+    fn lock(&self) -> MutexGuard<'_, HashMap<UserId, Vec<Device<C>>>> {
+        self.devices.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A device came online. It gets records delivered from now on.
+    pub fn register(&self, user_id: UserId, auth_key_id: AuthKeyId, channel: C) -> DeviceId {
+        let id = DeviceId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        self.lock().entry(user_id).or_default().push(Device { id, auth_key_id, last_pts: 0, overflowed: false, channel });
+        self.online.fetch_add(1, Ordering::Relaxed);
+        id
+    }
+
+    pub fn unregister(&self, user_id: UserId, id: DeviceId) {
+        let mut map = self.lock();
+        if let Some(list) = map.get_mut(&user_id) {
+            let before = list.len();
+            list.retain(|d| d.id != id);
+            self.online.fetch_sub(before - list.len(), Ordering::Relaxed);
+            if list.is_empty() {
+                map.remove(&user_id);
+            }
+        }
+    }
+
+    /// Whether any device of the account is online here (records of other accounts are not
+    /// worth rendering).
+    pub fn has_devices(&self, user_id: UserId) -> bool {
+        self.lock().contains_key(&user_id)
+    }
+
+    pub fn devices_online(&self) -> usize {
+        self.online.load(Ordering::Relaxed)
+    }
+
+    /// Offers one record to every online device of its account.
+    pub fn deliver(&self, delivery: &Delivery, frame: &Frame) -> DeliveryReport {
+        let mut report = DeliveryReport::default();
+        let mut map = self.lock();
+        let Some(list) = map.get_mut(&delivery.user_id) else {
+            return report;
+        };
+        list.retain_mut(|device| {
+            if delivery.pts <= device.last_pts {
+                report.duplicates += 1;
+                return true;
+            }
+            // From here on this pts counts as seen by the device, pushed or not: the origin has it
+            // from its RPC answer, an overflowed device will fetch it with getDifference.
+            device.last_pts = delivery.pts;
+            if device.auth_key_id == delivery.origin {
+                report.origin_skipped += 1;
+                return true;
+            }
+            if device.overflowed {
+                report.suppressed += 1;
+                return true;
+            }
+            let pushed = if device.channel.free_slots() > RESERVED_SLOTS {
+                device.channel.try_push(Outgoing::Frame(frame.clone()))
+            } else {
+                Err(PushError::Full)
+            };
+            match pushed {
+                Ok(()) => {
+                    report.pushed += 1;
+                    true
+                }
+                Err(PushError::Full) => {
+                    device.overflowed = true;
+                    report.too_long += 1;
+                    // The reserved slot is free: only frames fill the others, and none is pushed
+                    // after this. Closed here means the connection is already going away.
+                    match device.channel.try_push(Outgoing::TooLong) {
+                        Err(PushError::Closed) => {
+                            report.closed += 1;
+                            false
+                        }
+                        _ => true,
+                    }
+                }
+                Err(PushError::Closed) => {
+                    report.closed += 1;
+                    false
+                }
+            }
+        });
+        let removed = report.closed;
+        if list.is_empty() {
+            map.remove(&delivery.user_id);
+        }
+        drop(map);
+        if removed > 0 {
+            self.online.fetch_sub(removed, Ordering::Relaxed);
+        }
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// A bounded queue standing in for a tokio channel.
+    #[derive(Clone)]
+    struct Queue(Arc<Mutex<(VecDeque<Outgoing>, usize, bool)>>);
+
+    impl Queue {
+        fn new(capacity: usize) -> Self {
+            Queue(Arc::new(Mutex::new((VecDeque::new(), capacity, false))))
+        }
+        fn take(&self) -> Vec<Outgoing> {
+            self.0.lock().unwrap().0.drain(..).collect()
+        }
+        fn close(&self) {
+            self.0.lock().unwrap().2 = true;
+        }
+        fn pts(&self) -> Vec<i32> {
+            self.take()
+                .into_iter()
+                .map(|o| match o {
+                    Outgoing::Frame(f) => f.pts,
+                    Outgoing::TooLong => -1,
+                })
+                .collect()
+        }
+    }
+
+    impl DeviceChannel for Queue {
+        fn free_slots(&self) -> usize {
+            let q = self.0.lock().unwrap();
+            q.1 - q.0.len()
+        }
+        fn try_push(&self, item: Outgoing) -> Result<(), PushError> {
+            let mut q = self.0.lock().unwrap();
+            if q.2 {
+                return Err(PushError::Closed);
+            }
+            if q.0.len() >= q.1 {
+                return Err(PushError::Full);
+            }
+            q.0.push_back(item);
+            Ok(())
+        }
+    }
+
+    fn user(id: i64) -> UserId {
+        UserId::new(id).unwrap()
+    }
+
+    fn frame(pts: i32) -> Frame {
+        Frame { pts, json: Arc::from(format!("{{\"pts\":{pts}}}")), committed_at_micros: 0 }
+    }
+
+    fn deliver(hub: &Hub<Queue>, user_id: i64, pts: i32, origin: i64) -> DeliveryReport {
+        hub.deliver(&Delivery { user_id: user(user_id), pts, origin: AuthKeyId(origin) }, &frame(pts))
+    }
+
+    #[test]
+    fn every_device_of_the_account_but_the_origin_gets_the_record() {
+        let hub = Hub::new();
+        let (a1, a2, b1) = (Queue::new(8), Queue::new(8), Queue::new(8));
+        hub.register(user(1), AuthKeyId(11), a1.clone());
+        hub.register(user(1), AuthKeyId(12), a2.clone());
+        hub.register(user(2), AuthKeyId(21), b1.clone());
+        let r = deliver(&hub, 1, 1, 11);
+        assert_eq!((r.pushed, r.origin_skipped), (1, 1));
+        assert_eq!(a1.pts(), Vec::<i32>::new());
+        assert_eq!(a2.pts(), vec![1]);
+        assert_eq!(b1.pts(), Vec::<i32>::new());
+        // Another account's device caused it: all of the owner's devices get it.
+        deliver(&hub, 1, 2, 21);
+        assert_eq!((a1.pts(), a2.pts()), (vec![2], vec![2]));
+        assert_eq!(hub.devices_online(), 3);
+    }
+
+    #[test]
+    fn duplicates_and_stale_records_are_dropped_so_order_holds() {
+        let hub = Hub::new();
+        let q = Queue::new(16);
+        hub.register(user(1), AuthKeyId(11), q.clone());
+        for pts in [1, 2, 2, 3, 1, 5, 4, 5, 6] {
+            deliver(&hub, 1, pts, 0);
+        }
+        // A relay restart replays from its last confirmed position: 1..=3 come again.
+        let r = deliver(&hub, 1, 3, 0);
+        assert_eq!(r.duplicates, 1);
+        assert_eq!(q.pts(), vec![1, 2, 3, 5, 6]);
+    }
+
+    #[test]
+    fn the_origins_own_pts_still_count_as_seen() {
+        let hub = Hub::new();
+        let q = Queue::new(8);
+        hub.register(user(1), AuthKeyId(11), q.clone());
+        deliver(&hub, 1, 1, 11);
+        let r = deliver(&hub, 1, 1, 0);
+        assert_eq!(r.duplicates, 1);
+        assert!(q.take().is_empty());
+    }
+
+    #[test]
+    fn a_full_buffer_gets_updates_too_long_once_then_nothing() {
+        let hub = Hub::new();
+        let slow = Queue::new(3);
+        let fast = Queue::new(100);
+        hub.register(user(1), AuthKeyId(11), slow.clone());
+        hub.register(user(1), AuthKeyId(12), fast.clone());
+        let mut too_long = 0;
+        for pts in 1..=10 {
+            too_long += deliver(&hub, 1, pts, 0).too_long;
+        }
+        assert_eq!(too_long, 1);
+        // Two frames fit (one slot stays reserved), then updatesTooLong, then silence.
+        assert_eq!(slow.pts(), vec![1, 2, -1]);
+        let r = deliver(&hub, 1, 11, 0);
+        assert_eq!((r.suppressed, r.pushed), (1, 1));
+        assert!(slow.take().is_empty());
+        assert_eq!(fast.pts(), (1..=11).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_reconnected_device_is_a_new_registration() {
+        let hub = Hub::new();
+        let old = Queue::new(1);
+        let id = hub.register(user(1), AuthKeyId(11), old.clone());
+        deliver(&hub, 1, 1, 0);
+        assert_eq!(old.pts(), vec![-1]);
+        hub.unregister(user(1), id);
+        assert!(!hub.has_devices(user(1)));
+        let new = Queue::new(8);
+        hub.register(user(1), AuthKeyId(11), new.clone());
+        deliver(&hub, 1, 2, 0);
+        assert_eq!(new.pts(), vec![2]);
+    }
+
+    #[test]
+    fn closed_devices_are_forgotten() {
+        let hub = Hub::new();
+        let q = Queue::new(8);
+        hub.register(user(1), AuthKeyId(11), q.clone());
+        q.close();
+        let r = deliver(&hub, 1, 1, 0);
+        assert_eq!(r.closed, 1);
+        assert_eq!(hub.devices_online(), 0);
+        assert!(!hub.has_devices(user(1)));
+    }
+}

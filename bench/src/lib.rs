@@ -1,0 +1,623 @@
+//! ptslog's load benchmark (issue 3): throughput and tail latency of sends and of the reads and
+//! writes around them, in process and over HTTP, how cost grows with the log, and every figure
+//! against a pgbench baseline running the same SQL in the same run. Correctness is asserted as it
+//! runs. See docs/performance.md.
+
+pub mod checks;
+pub mod explain;
+pub mod loader;
+pub mod pgbench;
+pub mod report;
+pub mod runner;
+pub mod sendsql;
+pub mod setup;
+pub mod stats;
+pub mod workload;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+use application::App;
+use rand::Rng;
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::checks::Check;
+use crate::report::{Machine, Phase, Ratio, Report, Target};
+use crate::runner::{closed_loop, open_loop, Stream};
+use crate::stats::OpStats;
+use crate::workload::{Front, Tally, Workload};
+
+pub const RELAY_SKIP: &str = "skipped: needs the relay (issue 4)";
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub users: usize,
+    pub concurrency: Vec<usize>,
+    pub duration: Duration,
+    /// Log sizes (events) of the scale phases, ascending.
+    pub scale: Vec<u64>,
+    pub quick: bool,
+    pub out: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+    pub keep_db: bool,
+    pub explain: bool,
+    /// Run projections::verify on the main database at the end (always on the first scale point).
+    pub verify_main: bool,
+    pub admin_url: String,
+    pub redis_url: String,
+    pub db_max_connections: u32,
+    /// Print progress.
+    pub verbose: bool,
+}
+
+impl Options {
+    /// The full run: fits in 15 minutes on 2 cores.
+    pub fn full() -> Self {
+        Self {
+            users: 1000,
+            concurrency: vec![1, 8, 32, 128],
+            duration: Duration::from_secs(5),
+            scale: vec![100_000, 1_000_000],
+            quick: false,
+            out: Some(PathBuf::from("bench-results/latest.json")),
+            markdown: None,
+            keep_db: false,
+            explain: false,
+            verify_main: false,
+            admin_url: std::env::var("PTSLOG_TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into()),
+            redis_url: std::env::var("PTSLOG_TEST_REDIS_URL")
+                .or_else(|_| std::env::var("REDIS_URL"))
+                .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
+            db_max_connections: 32,
+            verbose: true,
+        }
+    }
+
+    /// Seconds, small N: the smoke run.
+    pub fn quick() -> Self {
+        Self {
+            users: 40,
+            concurrency: vec![1, 4],
+            duration: Duration::from_secs(1),
+            scale: vec![2_000, 6_000],
+            quick: true,
+            out: Some(PathBuf::from("bench-results/quick.json")),
+            verify_main: true,
+            db_max_connections: 8,
+            ..Self::full()
+        }
+    }
+}
+
+/// Everything a phase needs.
+struct Ctx {
+    opts: Options,
+    report: Report,
+    pgbench: Option<PathBuf>,
+    work_dir: PathBuf,
+}
+
+impl Ctx {
+    fn log(&self, line: impl AsRef<str>) {
+        if self.opts.verbose {
+            println!("{}", line.as_ref());
+        }
+    }
+
+    fn push(&mut self, phase: Phase) {
+        for (op, st) in &phase.ops {
+            self.log(format!(
+                "  {:<28} {:<16} {:>6} ok {:>4} err {:>9.1}/s  p50 {:>7.2}  p90 {:>7.2}  p99 {:>7.2}  p99.9 {:>7.2} ms",
+                phase.name, op, st.ok, st.errors, st.throughput_per_s, st.p50_ms, st.p90_ms, st.p99_ms, st.p999_ms
+            ));
+            for e in &st.first_errors {
+                self.log(format!("    error: {e}"));
+            }
+        }
+        if phase.status != "ok" {
+            self.log(format!("  {:<28} {}", phase.name, phase.note.clone().unwrap_or_default()));
+        }
+        self.report.phases.push(phase);
+    }
+
+    fn checks(&mut self, checks: Vec<Check>) {
+        for c in &checks {
+            if !c.ok {
+                self.log(format!("  CHECK FAILED {} / {}: {}", c.phase, c.name, c.detail));
+            }
+        }
+        self.report.checks.extend(checks);
+    }
+}
+
+/// One database with a running server on it.
+struct Db {
+    name: String,
+    url: String,
+    pool: PgPool,
+    app: App,
+    base: String,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    work: Workload,
+}
+
+async fn open_db(opts: &Options, name: &str) -> anyhow::Result<Db> {
+    setup::create_database(&opts.admin_url, name).await?;
+    let url = setup::database_url(&opts.admin_url, name);
+    let config = setup::server_config(&url, &opts.redis_url, name, opts.db_max_connections)?;
+    let running = ptslog_server::start(&config).await.context("starting the server")?;
+    let users = setup::create_users(&running.app, &running.pool, opts.users).await?;
+    let work = Workload::new(users, running.app.access_hash_key().clone(), Arc::new(Tally::new()));
+    Ok(Db {
+        name: name.to_string(),
+        url,
+        pool: running.pool,
+        app: running.app,
+        base: format!("http://{}", running.addr),
+        server: running.task,
+        work,
+    })
+}
+
+impl Db {
+    fn expected_boxes(&self) -> u64 {
+        self.work.tally.expected_app_boxes() + self.work.tally.external_boxes.load(Ordering::Relaxed)
+    }
+
+    async fn check(&self, phase: &str, since: chrono::DateTime<chrono::Utc>) -> anyhow::Result<Vec<Check>> {
+        checks::after_phase(&self.pool, phase, self.expected_boxes(), since).await
+    }
+
+    async fn close(self, opts: &Options) {
+        self.server.abort();
+        self.pool.close().await;
+        if !opts.keep_db {
+            if let Err(e) = setup::drop_database(&opts.admin_url, &self.name).await {
+                eprintln!("could not drop {}: {e}", self.name);
+            }
+        }
+    }
+}
+
+fn summarize(rec: &stats::Recorder, elapsed: Duration) -> OpStats {
+    rec.summary(elapsed)
+}
+
+/// Runs the whole benchmark; writes the JSON and the markdown if asked. Correctness failures are in
+/// the report (`correctness_ok`); an `Err` is a failure to run at all.
+pub async fn run(opts: Options) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let stamp = chrono::Utc::now();
+    let ts = format!("{}_{:04x}", stamp.format("%Y%m%d_%H%M%S"), rand::thread_rng().gen::<u16>());
+    let work_dir = std::env::temp_dir().join(format!("ptslog-bench-{ts}"));
+    std::fs::create_dir_all(&work_dir)?;
+    let mut ctx = Ctx {
+        report: Report {
+            schema_version: 1,
+            started_at: stamp.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            wall_s: 0.0,
+            quick: opts.quick,
+            machine: Machine::probe(),
+            config: json!({
+                "users": opts.users,
+                "concurrency": opts.concurrency,
+                "duration_secs": opts.duration.as_secs_f64(),
+                "scale": opts.scale,
+                "db_max_connections": opts.db_max_connections,
+                "build": if cfg!(debug_assertions) { "debug" } else { "release" },
+            }),
+            statements_per_send: sendsql::statements_per_send(),
+            phases: Vec::new(),
+            ratios: Vec::new(),
+            targets: Vec::new(),
+            checks: Vec::new(),
+            correctness_ok: false,
+            explain: Vec::new(),
+        },
+        pgbench: pgbench::find_pgbench(),
+        work_dir,
+        opts,
+    };
+    ctx.log(format!(
+        "ptslog-bench: {} users, concurrency {:?}, {:.1} s per phase, scale {:?}{}",
+        ctx.opts.users,
+        ctx.opts.concurrency,
+        ctx.opts.duration.as_secs_f64(),
+        ctx.opts.scale,
+        if cfg!(debug_assertions) { " (DEBUG build: figures are not meaningful)" } else { "" }
+    ));
+
+    let main_name = format!("ptslog_bench_{ts}");
+    let main = open_db(&ctx.opts, &main_name).await?;
+    ctx.report.machine.postgres = sqlx::query_scalar::<_, String>("SELECT split_part(version(), ' on ', 1)").fetch_one(&main.pool).await?;
+    ctx.log(format!("database {main_name}, server on {}", main.base));
+
+    let result = run_phases(&mut ctx, &main, &ts).await;
+    main.close(&ctx.opts).await;
+    let _ = std::fs::remove_dir_all(&ctx.work_dir);
+    result?;
+
+    ctx.report.machine.load_average_at_end = report::load_average();
+    ctx.report.correctness_ok = !ctx.report.checks.is_empty() && ctx.report.checks.iter().all(|c| c.ok);
+    ctx.report.wall_s = stats::round1(started.elapsed().as_secs_f64());
+    targets(&mut ctx.report);
+    if let Some(out) = &ctx.opts.out {
+        ctx.report.write_json(out)?;
+        ctx.log(format!("wrote {}", out.display()));
+    }
+    if let Some(md) = &ctx.opts.markdown {
+        ctx.report.write_markdown(md)?;
+        ctx.log(format!("wrote the figures into {}", md.display()));
+    }
+    ctx.log(format!(
+        "done in {:.0} s; correctness {}",
+        ctx.report.wall_s,
+        if ctx.report.correctness_ok { "OK" } else { "FAILED" }
+    ));
+    Ok(ctx.report)
+}
+
+async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
+    let duration = ctx.opts.duration;
+    let max_conc = ctx.opts.concurrency.iter().copied().max().unwrap_or(1);
+    let http = reqwest::Client::builder().pool_max_idle_per_host(max_conc).tcp_nodelay(true).build()?;
+    let inproc = Front::InProcess(main.app.clone());
+    let over_http = Front::Http { client: http, base: main.base.clone() };
+
+    // The baseline script.
+    let script_path = ctx.work_dir.join("send.sql");
+    let date = i32::try_from(chrono::Utc::now().timestamp()).unwrap_or(i32::MAX);
+    std::fs::write(&script_path, pgbench::script(ctx.opts.users, date))?;
+
+    // Warm up: connections, prepared statements, caches.
+    {
+        let w = main.work.clone();
+        let f = inproc.clone();
+        let (rec, _) = closed_loop(4, Duration::from_millis(500).min(duration), move |_| {
+            let (w, f) = (w.clone(), f.clone());
+            async move {
+                let (s, r) = w.random_pair();
+                w.send(&f, s, r).await
+            }
+        })
+        .await;
+        if rec.errors > 0 {
+            return Err(anyhow!("warm-up sends failed: {:?}", rec.first_errors));
+        }
+    }
+
+    // Closed-loop sends and the baseline, concurrency by concurrency (so noise hits all three alike).
+    let mut max_inproc: f64 = 0.0;
+    for &c in &ctx.opts.concurrency.clone() {
+        for front in [&inproc, &over_http] {
+            let since = chrono::Utc::now();
+            let name = format!("send_{}_c{c}", if matches!(front, Front::InProcess(_)) { "inproc" } else { "http" });
+            let group = if matches!(front, Front::InProcess(_)) { "send_closed_inproc" } else { "send_closed_http" };
+            let w = main.work.clone();
+            let f = front.clone();
+            let (rec, elapsed) = closed_loop(c, duration, move |_| {
+                let (w, f) = (w.clone(), f.clone());
+                async move {
+                    let (s, r) = w.random_pair();
+                    w.send(&f, s, r).await
+                }
+            })
+            .await;
+            let mut phase = Phase::new(&name, group, json!({"concurrency": c, "front": front.label()}));
+            let st = summarize(&rec, elapsed);
+            if matches!(front, Front::InProcess(_)) {
+                max_inproc = max_inproc.max(st.throughput_per_s);
+            }
+            phase.ops.insert("sendMessage".into(), st);
+            phase.wall_s = stats::round1(elapsed.as_secs_f64());
+            ctx.push(phase);
+            let checks = main.check(&name, since).await?;
+            ctx.checks(checks);
+        }
+        // pgbench at the same concurrency.
+        let name = format!("pgbench_c{c}");
+        match ctx.pgbench.clone() {
+            None => ctx.push(Phase::skipped(&name, "baseline_pgbench", "pgbench not found")),
+            Some(bin) => {
+                let since = chrono::Utc::now();
+                let run = pgbench::run(&bin, &main.url, &script_path, c, duration, &ctx.work_dir).await?;
+                main.work.tally.external_boxes.fetch_add(2 * run.transactions, Ordering::Relaxed);
+                let mut phase = Phase::new(&name, "baseline_pgbench", json!({"concurrency": c, "command": run.command}));
+                if run.failed > 0 {
+                    phase.note = Some(format!("{} failed transactions", run.failed));
+                }
+                let mut st = run.stats.clone();
+                st.errors += run.failed;
+                phase.ops.insert("send (SQL only)".into(), st);
+                phase.wall_s = stats::round1(duration.as_secs_f64());
+                ctx.push(phase);
+                let mut checks = main.check(&name, since).await?;
+                checks.push(checks::Check {
+                    phase: name.clone(),
+                    name: "pgbench transactions succeed".into(),
+                    ok: run.failed == 0,
+                    detail: format!("{} transactions, {} failed", run.transactions, run.failed),
+                });
+                ctx.checks(checks);
+            }
+        }
+        let tp = |n: &str| ctx.report.phase(n).and_then(|p| p.ops.values().next()).map(|s| s.throughput_per_s);
+        if let (Some(a), Some(h), Some(b)) = (tp(&format!("send_inproc_c{c}")), tp(&format!("send_http_c{c}")), tp(&name)) {
+            if b > 0.0 {
+                ctx.report.ratios.push(Ratio { name: format!("in-process / pgbench, c={c}"), value: stats::round3(a / b), numerator: a, denominator: b });
+                ctx.report.ratios.push(Ratio { name: format!("HTTP / pgbench, c={c}"), value: stats::round3(h / b), numerator: h, denominator: b });
+            }
+        }
+    }
+
+    // Open loop at half the maximum in-process rate: sends only, then the mixed workload.
+    let rate = (max_inproc * 0.5).max(1.0);
+    {
+        let since = chrono::Utc::now();
+        let w = main.work.clone();
+        let app = main.app.clone();
+        let streams = vec![Stream::new("sendMessage", rate, move || {
+            let (w, f) = (w.clone(), Front::InProcess(app.clone()));
+            async move {
+                let (s, r) = w.random_pair();
+                w.send(&f, s, r).await
+            }
+        })];
+        let t = Instant::now();
+        let out = open_loop(streams, duration).await;
+        let mut phase = Phase::new("send_open_loop", "send_open_loop", json!({"rate_per_s": stats::round1(rate), "of_max": 0.5}));
+        phase.ops = out.into_iter().collect();
+        phase.wall_s = stats::round1(t.elapsed().as_secs_f64());
+        ctx.push(phase);
+        let checks = main.check("send_open_loop", since).await?;
+        ctx.checks(checks);
+    }
+    {
+        let since = chrono::Utc::now();
+        let streams = mixed_streams(main, rate, MixedShape::Full).await?;
+        let t = Instant::now();
+        let out = open_loop(streams, duration).await;
+        let mut phase = Phase::new("mixed", "mixed", json!({"send_rate_per_s": stats::round1(rate), "of_max": 0.5}));
+        phase.note = Some("open loop; getDifference and getHistory at 1/5 of the send rate, readHistory 1/10, getDialogs 1/20, editMessage and deleteMessages 1/50".into());
+        phase.ops = out.into_iter().collect();
+        phase.wall_s = stats::round1(t.elapsed().as_secs_f64());
+        ctx.push(phase);
+        let checks = main.check("mixed", since).await?;
+        ctx.checks(checks);
+    }
+
+    // The live-push phases need the relay.
+    ctx.push(Phase::skipped("commit_to_push_inproc", "commit_to_push", RELAY_SKIP));
+    ctx.push(Phase::skipped("commit_to_push_kafka", "commit_to_push", RELAY_SKIP));
+    ctx.push(Phase::skipped("memory_10k_devices", "memory", RELAY_SKIP));
+    ctx.log(format!("  commit-to-push, memory with 10k devices: {RELAY_SKIP}"));
+
+    if ctx.opts.verify_main {
+        let c = checks::verify(&main.pool, "main").await?;
+        ctx.log(format!("  projections verify (main): {}", c.detail));
+        ctx.checks(vec![c]);
+    }
+
+    // Scale: a separate database whose log is loaded to each size in turn.
+    if !ctx.opts.scale.is_empty() {
+        let scale_db = open_db(&ctx.opts, &format!("ptslog_bench_{ts}_scale")).await?;
+        let r = run_scale(ctx, &scale_db, rate).await;
+        scale_db.close(&ctx.opts).await;
+        r?;
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum MixedShape {
+    /// Every operation (the mixed phase).
+    Full,
+    /// Sends, getHistory and getDifference only (the scale phases), reads at half the send rate.
+    Scale,
+}
+
+/// The open-loop streams of a mixed phase at send rate `rate`.
+async fn mixed_streams(db: &Db, rate: f64, shape: MixedShape) -> anyhow::Result<Vec<Stream>> {
+    // Each getDifference reads the 100 events before the account's pts at the phase's start: a
+    // device that missed 100 updates (one full slice).
+    let pts: Vec<(i64, i32)> = sqlx::query_as("SELECT user_id, pts FROM user_sequences ORDER BY user_id").fetch_all(&db.pool).await?;
+    let mut from = vec![0i32; db.work.users.len()];
+    for (u, p) in pts {
+        if let Some(slot) = usize::try_from(u - 1).ok().and_then(|i| from.get_mut(i)) {
+            *slot = (p - 100).max(0);
+        }
+    }
+    let from = Arc::new(from);
+    let app = db.app.clone();
+    let w = db.work.clone();
+    let n = w.users.len();
+    // The scale phases run at half the load of `mixed` (sends at half its rate, each read at a
+    // quarter): well below saturation, so what they show is the cost of the data, not queueing.
+    let (sends, reads) = if shape == MixedShape::Full { (rate, rate / 5.0) } else { (rate / 2.0, rate / 4.0) };
+    let mut streams = Vec::new();
+    {
+        let (w, app) = (w.clone(), app.clone());
+        streams.push(Stream::new("sendMessage", sends, move || {
+            let (w, f) = (w.clone(), Front::InProcess(app.clone()));
+            async move {
+                let (s, r) = w.random_pair();
+                w.send(&f, s, r).await
+            }
+        }));
+    }
+    {
+        let (w, app, from) = (w.clone(), app.clone(), from.clone());
+        streams.push(Stream::new("getDifference", reads, move || {
+            let (w, app, from) = (w.clone(), app.clone(), from.clone());
+            async move {
+                let u = rand::thread_rng().gen_range(0..n);
+                w.get_difference(&app, u, from[u]).await
+            }
+        }));
+    }
+    {
+        let (w, app) = (w.clone(), app.clone());
+        streams.push(Stream::new("getHistory", reads, move || {
+            let (w, app) = (w.clone(), app.clone());
+            async move {
+                // A chat that has messages: one the bench sent, or a loaded friend's.
+                let (owner, peer) = match (shape, w.tally.any_sent()) {
+                    (MixedShape::Full, Some(s)) => {
+                        if rand::thread_rng().gen_bool(0.5) {
+                            (s.sender, s.recipient)
+                        } else {
+                            (s.recipient, s.sender)
+                        }
+                    }
+                    _ => {
+                        let mut rng = rand::thread_rng();
+                        let u = rng.gen_range(0..n);
+                        let f = rng.gen_range(1..=loader::FRIENDS.min(n as i64 - 1)) as usize;
+                        (u, (u + f) % n)
+                    }
+                };
+                w.get_history(&app, owner, peer).await
+            }
+        }));
+    }
+    if shape == MixedShape::Full {
+        {
+            let (w, app) = (w.clone(), app.clone());
+            streams.push(Stream::new("getDialogs", rate / 20.0, move || {
+                let (w, app) = (w.clone(), app.clone());
+                let u = rand::thread_rng().gen_range(0..n);
+                async move { w.get_dialogs(&app, u).await }
+            }));
+        }
+        {
+            let (w, app) = (w.clone(), app.clone());
+            streams.push(Stream::new("readHistory", rate / 10.0, move || {
+                let (w, app) = (w.clone(), app.clone());
+                async move { w.read_history(&app).await }
+            }));
+        }
+        {
+            let (w, app) = (w.clone(), app.clone());
+            streams.push(Stream::new("editMessage", rate / 50.0, move || {
+                let (w, app) = (w.clone(), app.clone());
+                async move { w.edit_message(&app).await }
+            }));
+        }
+        {
+            let (w, app) = (w.clone(), app.clone());
+            streams.push(Stream::new("deleteMessages", rate / 50.0, move || {
+                let (w, app) = (w.clone(), app.clone());
+                async move { w.delete_message(&app).await }
+            }));
+        }
+    }
+    Ok(streams)
+}
+
+async fn run_scale(ctx: &mut Ctx, db: &Db, rate: f64) -> anyhow::Result<()> {
+    let duration = ctx.opts.duration;
+    let points = ctx.opts.scale.clone();
+    for (i, &target) in points.iter().enumerate() {
+        let name = format!("scale_{}", human(target));
+        ctx.log(format!("  loading the log to {target} events"));
+        let since = chrono::Utc::now();
+        let t = Instant::now();
+        let added = loader::load_to(&db.pool, ctx.opts.users, target, ctx.opts.verbose).await?;
+        db.work.tally.external_boxes.fetch_add(added, Ordering::Relaxed);
+        loader::vacuum_analyze(&db.pool).await?;
+        let load_s = t.elapsed().as_secs_f64();
+        let mut checks = db.check(&format!("{name} load"), since).await?;
+        if i == 0 {
+            let c = checks::verify(&db.pool, &format!("{name} load")).await?;
+            ctx.log(format!("  projections verify ({name}): {}", c.detail));
+            checks.push(c);
+        }
+        ctx.checks(checks);
+
+        let since = chrono::Utc::now();
+        let streams = mixed_streams(db, rate, MixedShape::Scale).await?;
+        let t2 = Instant::now();
+        let out = open_loop(streams, duration).await;
+        let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events").fetch_one(&db.pool).await?;
+        let mut phase = Phase::new(
+            &name,
+            "scale",
+            json!({"log_events": events, "send_rate_per_s": stats::round1(rate / 2.0), "load_s": stats::round1(load_s)}),
+        );
+        phase.note = Some("open loop; sends at half the mixed phase's rate, getHistory and getDifference at a quarter of it".into());
+        phase.ops = out.into_iter().collect::<BTreeMap<_, _>>();
+        phase.wall_s = stats::round1(t2.elapsed().as_secs_f64());
+        ctx.push(phase);
+        let checks = db.check(&name, since).await?;
+        ctx.checks(checks);
+    }
+    let plans = explain::explain_hot_paths(&db.pool).await?;
+    if ctx.opts.explain {
+        for p in &plans {
+            println!("--- {} / {} ({:.3} ms){}", p.path, p.statement, p.execution_ms, if p.seq_scan { " SEQ SCAN" } else { "" });
+            println!("{}", p.sql);
+            for l in &p.plan {
+                println!("    {l}");
+            }
+        }
+    }
+    ctx.report.explain = plans;
+    Ok(())
+}
+
+fn human(n: u64) -> String {
+    if n >= 1_000_000 && n % 1_000_000 == 0 {
+        format!("{}m", n / 1_000_000)
+    } else if n >= 1000 && n % 1000 == 0 {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+/// The issue's targets, judged from the report.
+fn targets(r: &mut Report) {
+    let mut out = Vec::new();
+    let best = |prefix: &str| -> Option<f64> {
+        r.ratios.iter().filter(|x| x.name.starts_with(prefix)).map(|x| x.value).max_by(f64::total_cmp)
+    };
+    let ratio_target = |name: &str, goal: f64, v: Option<f64>| Target {
+        name: name.to_string(),
+        target: format!("≥ {goal} × pgbench (best concurrency)"),
+        value: v,
+        met: v.map(|v| v >= goal),
+        note: "pgbench not run".into(),
+    };
+    out.push(ratio_target("in-process send throughput", 0.8, best("in-process")));
+    out.push(ratio_target("HTTP send throughput", 0.6, best("HTTP")));
+    let p99 = |phase: &str, op: &str| r.phase(phase).and_then(|p| p.ops.get(op)).map(|s| s.p99_ms);
+    for (name, op, goal) in [("send p99 at 50% max rate", "sendMessage", 20.0), ("getDifference p99 at 50% max rate", "getDifference", 5.0), ("getHistory p99 at 50% max rate", "getHistory", 5.0)] {
+        let v = p99("mixed", op);
+        out.push(Target { name: name.into(), target: format!("< {goal} ms (mixed phase)"), value: v, met: v.map(|v| v < goal), note: "not run".into() });
+    }
+    let scale: Vec<&Phase> = r.phases.iter().filter(|p| p.group == "scale" && p.status == "ok").collect();
+    if let (Some(first), Some(last)) = (scale.first(), scale.last()) {
+        for op in ["sendMessage", "getHistory"] {
+            let v = match (first.ops.get(op), last.ops.get(op)) {
+                (Some(a), Some(b)) if a.p99_ms > 0.0 && scale.len() > 1 => Some(stats::round3(b.p99_ms / a.p99_ms)),
+                _ => None,
+            };
+            out.push(Target {
+                name: format!("{op} p99 {} / {}", last.name, first.name),
+                target: "≤ 1.3".into(),
+                value: v,
+                met: v.map(|v| v <= 1.3),
+                note: "needs two scale points".into(),
+            });
+        }
+    }
+    for (name, goal) in [("commit-to-push p99 in process", "< 50 ms"), ("commit-to-push p99 through Kafka", "< 100 ms"), ("server RSS with 10,000 devices", "< 300 MB")] {
+        out.push(Target { name: name.into(), target: goal.into(), value: None, met: None, note: "needs the relay (issue 4)".into() });
+    }
+    r.targets = out;
+}

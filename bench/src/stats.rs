@@ -1,0 +1,132 @@
+//! Latency histograms (HdrHistogram, microseconds) and their summary.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Highest latency a histogram can hold (longer ones are clamped to it): 5 minutes.
+const MAX_MICROS: u64 = 300_000_000;
+
+/// One operation's latencies and outcome counts.
+#[derive(Clone)]
+pub struct Recorder {
+    hist: Histogram<u64>,
+    pub ok: u64,
+    pub errors: u64,
+    /// The first few error messages, for the report.
+    pub first_errors: Vec<String>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        // 3 significant digits over 1 µs .. 5 min; the bounds are constants, so this cannot fail.
+        let hist = Histogram::new_with_bounds(1, MAX_MICROS, 3).expect("constant histogram bounds are valid");
+        Self { hist, ok: 0, errors: 0, first_errors: Vec::new() }
+    }
+
+    /// Records one call: its latency (successes and failures alike) and its outcome.
+    pub fn record(&mut self, latency: Duration, outcome: Result<(), String>) {
+        let micros = u64::try_from(latency.as_micros()).unwrap_or(MAX_MICROS).clamp(1, MAX_MICROS);
+        self.hist.saturating_record(micros);
+        match outcome {
+            Ok(()) => self.ok += 1,
+            Err(e) => {
+                self.errors += 1;
+                if self.first_errors.len() < 5 {
+                    self.first_errors.push(e);
+                }
+            }
+        }
+    }
+
+    pub fn record_micros(&mut self, micros: u64) {
+        self.hist.saturating_record(micros.clamp(1, MAX_MICROS));
+        self.ok += 1;
+    }
+
+    pub fn merge(&mut self, other: &Recorder) {
+        // Same bounds on both sides: adding cannot fail; if it did, the counts would be off, not UB.
+        let _ = self.hist.add(&other.hist);
+        self.ok += other.ok;
+        self.errors += other.errors;
+        for e in &other.first_errors {
+            if self.first_errors.len() < 5 {
+                self.first_errors.push(e.clone());
+            }
+        }
+    }
+
+    pub fn summary(&self, elapsed: Duration) -> OpStats {
+        let ms = |q: f64| self.hist.value_at_quantile(q) as f64 / 1000.0;
+        let total = self.ok + self.errors;
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        OpStats {
+            count: total,
+            ok: self.ok,
+            errors: self.errors,
+            elapsed_s: round3(secs),
+            throughput_per_s: round1(self.ok as f64 / secs),
+            mean_ms: round3(if total == 0 { 0.0 } else { self.hist.mean() / 1000.0 }),
+            p50_ms: round3(ms(0.50)),
+            p90_ms: round3(ms(0.90)),
+            p99_ms: round3(ms(0.99)),
+            p999_ms: round3(ms(0.999)),
+            max_ms: round3(self.hist.max() as f64 / 1000.0),
+            first_errors: self.first_errors.clone(),
+        }
+    }
+}
+
+/// The summary of one operation in one phase, as the JSON report holds it.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct OpStats {
+    pub count: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub elapsed_s: f64,
+    pub throughput_per_s: f64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_errors: Vec<String>,
+}
+
+pub fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_throughput() {
+        let mut r = Recorder::new();
+        for i in 1..=1000u64 {
+            r.record(Duration::from_micros(i * 10), Ok(()));
+        }
+        r.record(Duration::from_millis(1), Err("boom".into()));
+        let s = r.summary(Duration::from_secs(2));
+        assert_eq!(s.ok, 1000);
+        assert_eq!(s.errors, 1);
+        assert_eq!(s.throughput_per_s, 500.0);
+        assert!((s.p50_ms - 5.0).abs() < 0.05, "{}", s.p50_ms);
+        assert!((s.p99_ms - 9.9).abs() < 0.05, "{}", s.p99_ms);
+        assert_eq!(s.first_errors, vec!["boom".to_string()]);
+    }
+}

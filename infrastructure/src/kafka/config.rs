@@ -1,0 +1,66 @@
+//! Broker settings shared by the producer, the consumers and the topic check.
+
+use rdkafka::ClientConfig;
+
+pub const DEFAULT_TOPIC: &str = "ptslog.user-updates";
+pub const DEFAULT_GROUP: &str = "ptslog-gateway";
+/// Partitions of the topic when the relay has to create it (an existing topic is left as it is).
+pub const DEFAULT_PARTITIONS: i32 = 16;
+
+#[derive(Debug, Clone)]
+pub struct KafkaConfig {
+    /// `host:port[,host:port…]`.
+    pub brokers: String,
+    pub topic: String,
+    /// The gateways' consumer group prefix; each instance appends its own id.
+    pub group: String,
+    pub partitions: i32,
+}
+
+impl KafkaConfig {
+    pub fn new(brokers: impl Into<String>) -> Self {
+        Self { brokers: brokers.into(), topic: DEFAULT_TOPIC.into(), group: DEFAULT_GROUP.into(), partitions: DEFAULT_PARTITIONS }
+    }
+
+    fn base(&self) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.brokers)
+            // Notice new partitions and a re-created topic within seconds, not librdkafka's 5 minutes.
+            .set("topic.metadata.refresh.interval.ms", "5000")
+            .set("reconnect.backoff.max.ms", "2000");
+        c
+    }
+
+    /// The relay's producer: idempotent with `acks=all`, so a retried send neither duplicates nor
+    /// reorders within a partition, and an acknowledged record survives a broker failover. A record
+    /// still unacknowledged after `message.timeout.ms` fails its transaction's acknowledgement; the
+    /// relay then re-reads from its last confirmed position.
+    pub fn producer(&self) -> ClientConfig {
+        let mut c = self.base();
+        c.set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("message.timeout.ms", "10000")
+            .set("linger.ms", "2")
+            .set("queue.buffering.max.messages", "100000");
+        c
+    }
+
+    /// A gateway's consumer. Every instance reads every partition (its own group), starting at
+    /// the end: a device that missed pushes while its instance was away catches up with
+    /// `updates.getDifference`, so replaying history into sockets would be waste.
+    pub fn consumer(&self, instance_id: &str) -> ClientConfig {
+        let mut c = self.base();
+        c.set("group.id", format!("{}-{}", self.group, instance_id))
+            .set("auto.offset.reset", "latest")
+            // The group is this instance's alone and never resumed, so offsets are not worth storing.
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("session.timeout.ms", "10000")
+            .set("fetch.wait.max.ms", "50");
+        c
+    }
+
+    pub fn admin(&self) -> ClientConfig {
+        self.base()
+    }
+}

@@ -1,0 +1,105 @@
+//! The relay's Kafka sink: one record per log row, keyed by the account's id (so one account's
+//! records stay in one partition, in pts order), produced idempotently with `acks=all`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use application::fanout::LogRecord;
+use async_trait::async_trait;
+use futures::FutureExt;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+use super::config::KafkaConfig;
+use super::context::ProducerContext;
+use super::topic::ensure_topic;
+use crate::relay::{Ack, BrokerState, RecordSink, RelayStatus, SinkError};
+
+/// How long to wait before retrying when librdkafka's local queue is full.
+const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
+
+pub struct KafkaSink {
+    config: KafkaConfig,
+    status: Arc<RelayStatus>,
+    producer: Mutex<Option<FutureProducer<ProducerContext>>>,
+}
+
+impl KafkaSink {
+    pub fn new(config: KafkaConfig, status: Arc<RelayStatus>) -> Self {
+        Self { config, status, producer: Mutex::new(None) }
+    }
+
+    fn current(&self) -> Result<FutureProducer<ProducerContext>, SinkError> {
+        self.producer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| SinkError::Closed("no producer (reset was not called)".into()))
+    }
+}
+
+#[async_trait]
+impl RecordSink for KafkaSink {
+    fn kind(&self) -> &'static str {
+        "kafka"
+    }
+
+    /// A new producer per session: after a failed delivery the idempotent producer may be in a
+    /// fatal state, and whatever it still holds will be read again from the slot anyway.
+    async fn reset(&self) -> Result<(), SinkError> {
+        self.producer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Err(e) = ensure_topic(&self.config).await {
+            self.status.set_broker(BrokerState::Down);
+            return Err(SinkError::Broker(e));
+        }
+        let producer: FutureProducer<ProducerContext> = self
+            .config
+            .producer()
+            .create_with_context(ProducerContext { status: self.status.clone() })
+            .map_err(|e| SinkError::Broker(format!("creating the producer: {e}")))?;
+        self.status.set_broker(BrokerState::Up);
+        *self.producer.lock().unwrap_or_else(|e| e.into_inner()) = Some(producer);
+        Ok(())
+    }
+
+    async fn send(&self, records: Vec<LogRecord>) -> Result<Ack, SinkError> {
+        let producer = self.current()?;
+        let mut deliveries = Vec::with_capacity(records.len());
+        for record in &records {
+            let key = record.user_id.to_string();
+            let payload = record.to_json();
+            let mut message = FutureRecord::to(&self.config.topic).key(&key).payload(&payload);
+            loop {
+                match producer.send_result(message) {
+                    Ok(delivery) => {
+                        deliveries.push(delivery);
+                        break;
+                    }
+                    // librdkafka's buffer is full (the broker is slow or away): wait, which in
+                    // turn stops the relay reading the slot.
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                        message = back;
+                        tokio::time::sleep(QUEUE_FULL_PAUSE).await;
+                    }
+                    Err((e, _)) => return Err(SinkError::Broker(format!("producing: {e}"))),
+                }
+            }
+        }
+        let status = self.status.clone();
+        Ok(async move {
+            for delivery in deliveries {
+                match delivery.await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err((e, _))) => {
+                        status.set_broker(BrokerState::Down);
+                        return Err(SinkError::Broker(format!("delivery: {e}")));
+                    }
+                    Err(_) => return Err(SinkError::Closed("the producer went away before delivering".into())),
+                }
+            }
+            status.set_broker(BrokerState::Up);
+            Ok(())
+        }
+        .boxed())
+    }
+}

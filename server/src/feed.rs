@@ -1,0 +1,129 @@
+//! What feeds the gateway with committed records, besides HTTP: the relay candidate (with the
+//! Kafka sink, or the local one straight into this process's fanout) and, with Kafka, the consumer.
+//! `ptslog serve` starts it after the HTTP front; tests and the benchmark start it when they need
+//! pushes.
+
+use std::sync::{Arc, Mutex};
+
+use infrastructure::kafka::{run_consumer, ConsumerStatus, KafkaConfig, KafkaSink};
+use infrastructure::relay::{LocalSink, RecordSink, Relay, RelayConfig, RelayError, RelayStatus};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::gateway::Gateway;
+
+pub fn kafka_config(config: &Config, brokers: &str) -> KafkaConfig {
+    KafkaConfig {
+        brokers: brokers.to_string(),
+        topic: config.kafka_topic.clone(),
+        group: config.kafka_group.clone(),
+        partitions: config.kafka_partitions,
+    }
+}
+
+/// The sink kind a relay of this configuration uses, for its status.
+pub fn sink_kind(config: &Config) -> &'static str {
+    if config.kafka_brokers.is_some() {
+        "kafka"
+    } else {
+        "local"
+    }
+}
+
+/// A relay task that can be stopped, killed and started again (tests kill it mid-stream).
+pub struct RelayControl {
+    relay: Arc<Relay>,
+    running: Mutex<Option<(watch::Sender<bool>, JoinHandle<Result<(), RelayError>>)>>,
+}
+
+impl RelayControl {
+    pub fn new(relay: Relay) -> Self {
+        Self { relay: Arc::new(relay), running: Mutex::new(None) }
+    }
+
+    pub fn status(&self) -> &Arc<RelayStatus> {
+        self.relay.status()
+    }
+
+    /// Starts the relay candidate unless it runs.
+    pub fn start(&self) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.as_ref().is_some_and(|(_, task)| !task.is_finished()) {
+            return;
+        }
+        let (stop, stopped) = watch::channel(false);
+        let relay = self.relay.clone();
+        let task = tokio::spawn(async move { relay.run(stopped).await });
+        *running = Some((stop, task));
+    }
+
+    /// Ends the task at once, as a crash would: nothing in flight is confirmed.
+    pub fn kill(&self) {
+        if let Some((_, task)) = self.running.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            task.abort();
+        }
+    }
+
+    /// Asks the relay to stop cleanly (the replication stream ends, the slot is free) and waits.
+    pub async fn stop(&self) {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((stop, task)) = running {
+            let _ = stop.send(true);
+            let _ = task.await;
+        }
+    }
+}
+
+/// The running feed of one server.
+#[derive(Default)]
+pub struct Feed {
+    pub relay: Option<Arc<RelayControl>>,
+    consumer: Option<(watch::Sender<bool>, JoinHandle<()>)>,
+}
+
+impl Feed {
+    /// Starts what `config` asks for: a relay candidate unless `PTSLOG_RELAY=off`, and with
+    /// `KAFKA_BROKERS` a consumer of every partition.
+    pub fn start(
+        config: &Config,
+        gateway: &Gateway,
+        relay_status: Arc<RelayStatus>,
+        consumer_status: Option<Arc<ConsumerStatus>>,
+    ) -> anyhow::Result<Self> {
+        let mut feed = Feed::default();
+        if config.relay {
+            let sink: Arc<dyn RecordSink> = match &config.kafka_brokers {
+                Some(brokers) => Arc::new(KafkaSink::new(kafka_config(config, brokers), relay_status.clone())),
+                None => Arc::new(LocalSink::new(gateway.fanout.clone())),
+            };
+            let relay_config = RelayConfig::new(config.database_url.clone(), config.relay_slot.clone())?;
+            let control = Arc::new(RelayControl::new(Relay::new(relay_config, sink, relay_status)));
+            control.start();
+            feed.relay = Some(control);
+        }
+        if let (Some(brokers), Some(status)) = (&config.kafka_brokers, consumer_status) {
+            let (stop, stopped) = watch::channel(false);
+            let kafka = kafka_config(config, brokers);
+            let handler = gateway.fanout.clone();
+            let task = tokio::spawn(async move {
+                if let Err(e) = run_consumer(kafka, handler, status, stopped).await {
+                    tracing::error!(error = %e, "the Kafka consumer stopped; no live pushes on this instance");
+                }
+            });
+            feed.consumer = Some((stop, task));
+        }
+        Ok(feed)
+    }
+
+    /// Stops the relay cleanly and the consumer.
+    pub async fn stop(&mut self) {
+        if let Some(relay) = self.relay.take() {
+            relay.stop().await;
+        }
+        if let Some((stop, task)) = self.consumer.take() {
+            let _ = stop.send(true);
+            let _ = task.await;
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! The push gateway: online devices (WebSocket sessions) and the fanout that feeds them from the
+//! committed log. The rules of who gets what live in `application::fanout`; this is the plumbing.
+
+mod device_channel;
+mod fanout;
+pub mod histogram;
+pub mod metrics;
+pub mod session;
+mod user_cache;
+
+use std::sync::Arc;
+
+use application::fanout::Hub;
+use application::ports::Store;
+use domain::access_hash::AccessHashKey;
+
+pub use device_channel::DeviceSender;
+pub use fanout::Fanout;
+pub use metrics::GatewayMetrics;
+
+pub struct Gateway {
+    pub hub: Arc<Hub<DeviceSender>>,
+    pub fanout: Arc<Fanout>,
+    pub metrics: Arc<GatewayMetrics>,
+    /// Frames buffered per device before `updatesTooLong`.
+    pub push_buffer: usize,
+}
+
+impl Gateway {
+    pub fn new(store: Arc<dyn Store>, keys: AccessHashKey, push_buffer: usize) -> Self {
+        let hub = Arc::new(Hub::new());
+        let metrics = Arc::new(GatewayMetrics::default());
+        let fanout = Arc::new(Fanout { hub: hub.clone(), users: user_cache::UserCache::new(store), keys, metrics: metrics.clone() });
+        Self { hub, fanout, metrics, push_buffer }
+    }
+}

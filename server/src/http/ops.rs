@@ -1,0 +1,43 @@
+//! Operations endpoints: `GET /metrics` (Prometheus) and `GET /healthz/relay` (JSON).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::routing::get;
+use axum::{Json, Router};
+use infrastructure::kafka::ConsumerStatus;
+use infrastructure::relay::{RelayStatus, Role};
+use serde_json::{json, Value};
+
+use crate::gateway::Gateway;
+
+/// What the operations endpoints report on.
+#[derive(Clone)]
+pub struct Ops {
+    pub relay: Arc<RelayStatus>,
+    pub consumer: Option<Arc<ConsumerStatus>>,
+    /// `None` in a relay-only process.
+    pub gateway: Option<Arc<Gateway>>,
+}
+
+pub fn router(ops: Ops) -> Router {
+    Router::new().route("/metrics", get(metrics)).route("/healthz/relay", get(relay_health)).with_state(ops)
+}
+
+async fn metrics(State(ops): State<Ops>) -> ([(header::HeaderName, &'static str); 1], String) {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], crate::metrics::render(&ops))
+}
+
+/// 200 unless the relay cannot run as configured (503). A standby relay is healthy: another one
+/// leads.
+async fn relay_health(State(ops): State<Ops>) -> (StatusCode, Json<Value>) {
+    let relay = ops.relay.health();
+    let status = if relay.role == Role::Failed { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    let body = json!({
+        "relay": relay,
+        "consumer": ops.consumer.as_ref().map(|c| c.health()),
+        "devices_online": ops.gateway.as_ref().map(|g| g.hub.devices_online()),
+    });
+    (status, Json(body))
+}
