@@ -383,7 +383,7 @@ pub(crate) async fn full_history(dev: &Device, peer: &Value) -> Vec<Value> {
 }
 
 /// Pages `updates.getDifference` from `replica.pts` to the end, applying each page; answers the
-/// kinds of the answers and their event counts. Checks `users` against `resolve` on the way.
+/// kinds of the answers and their event counts. Checks each answer's `users` on the way.
 pub(crate) async fn catch_up(dev: &Device, replica: &mut Replica) -> Vec<(String, usize)> {
     let mut pages = Vec::new();
     loop {

@@ -292,12 +292,10 @@ async fn random_mix_keeps_every_invariant() {
         let d2 = s.login(&phone, &format!("User{i}")).await;
         actors.push(Actor { id: d1.user_id, devices: [d1, d2], peers: BTreeMap::new() });
     }
-    for i in 0..USERS {
-        for j in 0..USERS {
-            if i != j {
-                let peer = actors[i].devices[0].peer_of(&format!("+1555030{j:04}")).await;
-                actors[i].peers.insert(j, peer);
-            }
+    for (i, actor) in actors.iter_mut().enumerate() {
+        for j in (0..USERS).filter(|j| *j != i) {
+            let peer = actor.devices[0].peer_of(&format!("+1555030{j:04}")).await;
+            actor.peers.insert(j, peer);
         }
     }
     let mix = Arc::new(Mix {
