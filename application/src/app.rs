@@ -35,7 +35,13 @@ impl App {
         keys: AccessHashKey,
         config: AppConfig,
     ) -> Self {
-        Self { store, accounts, limiter, keys, config }
+        Self {
+            store,
+            accounts,
+            limiter,
+            keys,
+            config,
+        }
     }
 
     pub fn access_hash_key(&self) -> &AccessHashKey {

@@ -31,7 +31,10 @@ pub struct Origin {
 
 impl From<&Caller> for Origin {
     fn from(c: &Caller) -> Self {
-        Self { auth_key_id: c.auth_key_id, session_id: c.session_id }
+        Self {
+            auth_key_id: c.auth_key_id,
+            session_id: c.session_id,
+        }
     }
 }
 
@@ -131,14 +134,28 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<DialogRecord>, StoreError>;
     async fn dialogs_count(&self, owner: UserId, folder_id: i16) -> Result<i64, StoreError>;
     /// (peer, top_message) of every dialog in the folder, for the `hash`.
-    async fn dialogs_hash_input(&self, owner: UserId, folder_id: i16) -> Result<Vec<(i64, i32, i32)>, StoreError>;
-    async fn dialogs_of_peers(&self, owner: UserId, peers: &[UserId]) -> Result<Vec<DialogRecord>, StoreError>;
+    async fn dialogs_hash_input(
+        &self,
+        owner: UserId,
+        folder_id: i16,
+    ) -> Result<Vec<(i64, i32, i32)>, StoreError>;
+    async fn dialogs_of_peers(
+        &self,
+        owner: UserId,
+        peers: &[UserId],
+    ) -> Result<Vec<DialogRecord>, StoreError>;
 
     /// Visible messages of one private chat in the window, newest first.
-    async fn history(&self, owner: UserId, peer: UserId, window: &HistoryWindow) -> Result<Vec<OwnerMessage>, StoreError>;
+    async fn history(
+        &self,
+        owner: UserId,
+        peer: UserId,
+        window: &HistoryWindow,
+    ) -> Result<Vec<OwnerMessage>, StoreError>;
     async fn history_count(&self, owner: UserId, peer: UserId) -> Result<i64, StoreError>;
     /// Visible messages by the owner's box ids.
-    async fn messages(&self, owner: UserId, ids: &[BoxId]) -> Result<Vec<OwnerMessage>, StoreError>;
+    async fn messages(&self, owner: UserId, ids: &[BoxId])
+        -> Result<Vec<OwnerMessage>, StoreError>;
     /// Visible messages whose text contains `query` and that match the filter, in the window, newest
     /// first, with the number of all matches.
     async fn search(
@@ -154,14 +171,33 @@ pub trait Store: Send + Sync {
     /// Total unread incoming messages over all dialogs.
     async fn unread_total(&self, owner: UserId) -> Result<i64, StoreError>;
     /// Events with pts greater than `after`, in pts order, at most `limit`.
-    async fn events_after(&self, owner: UserId, after: Pts, limit: i64) -> Result<Vec<StoredEvent>, StoreError>;
+    async fn events_after(
+        &self,
+        owner: UserId,
+        after: Pts,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
     /// When `peer` first read the owner's outgoing message `msg_id`.
-    async fn outbox_read_date(&self, owner: UserId, peer: UserId, msg_id: BoxId) -> Result<Option<i32>, StoreError>;
+    async fn outbox_read_date(
+        &self,
+        owner: UserId,
+        peer: UserId,
+        msg_id: BoxId,
+    ) -> Result<Option<i32>, StoreError>;
 
-    async fn blocked(&self, owner: UserId, offset: i32, limit: i32) -> Result<(Vec<BlockRecord>, i64), StoreError>;
+    async fn blocked(
+        &self,
+        owner: UserId,
+        offset: i32,
+        limit: i32,
+    ) -> Result<(Vec<BlockRecord>, i64), StoreError>;
 
     /// The pinned dialogs of a folder, in pinned order.
-    async fn pinned_dialogs(&self, owner: UserId, folder_id: i16) -> Result<Vec<DialogRecord>, StoreError>;
+    async fn pinned_dialogs(
+        &self,
+        owner: UserId,
+        folder_id: i16,
+    ) -> Result<Vec<DialogRecord>, StoreError>;
     /// Every dialog of the owner (both folders), in list order (newest top message first).
     async fn all_dialogs(&self, owner: UserId) -> Result<Vec<DialogRecord>, StoreError>;
     /// Peers of the dialogs with a manual unread mark.
@@ -170,7 +206,11 @@ pub trait Store: Send + Sync {
     /// The owner's contacts, by user id.
     async fn contacts(&self, owner: UserId) -> Result<Vec<ContactRecord>, StoreError>;
     /// Of `ids`: the viewer's contacts among them, and those who have the viewer as a contact.
-    async fn contact_links(&self, viewer: UserId, ids: &[UserId]) -> Result<(Vec<ContactRecord>, Vec<UserId>), StoreError>;
+    async fn contact_links(
+        &self,
+        viewer: UserId,
+        ids: &[UserId],
+    ) -> Result<(Vec<ContactRecord>, Vec<UserId>), StoreError>;
     /// Whether the owner hid the action bar of the chat with `peer`.
     async fn peer_bar_hidden(&self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
 }
@@ -181,7 +221,10 @@ pub enum SendPreflight {
     /// A send with this random_id already committed: its message as first sent, and its pts.
     Retry(OwnerMessage, Pts),
     /// A new send. The blocks both ways between sender and peer (both false for Saved Messages).
-    New { sender_blocked_peer: bool, peer_blocked_sender: bool },
+    New {
+        sender_blocked_peer: bool,
+        peer_blocked_sender: bool,
+    },
 }
 
 /// One write transaction. A command first locks every account it will touch, then reads under those
@@ -194,48 +237,109 @@ pub trait WriteTx: Send {
 
     /// The owner's message that was created with this random_id, as it was created (edits since left
     /// out: a retry is compared with the send as first made; deleted boxes count too), and its pts.
-    async fn find_by_random_id(&mut self, owner: UserId, random_id: i64) -> Result<Option<(OwnerMessage, Pts)>, StoreError>;
+    async fn find_by_random_id(
+        &mut self,
+        owner: UserId,
+        random_id: i64,
+    ) -> Result<Option<(OwnerMessage, Pts)>, StoreError>;
     /// Visible boxes of the owner by id, in the order of `ids` (missing ones left out).
-    async fn messages(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<OwnerMessage>, StoreError>;
+    async fn messages(
+        &mut self,
+        owner: UserId,
+        ids: &[BoxId],
+    ) -> Result<Vec<OwnerMessage>, StoreError>;
     /// The owner's visible box of a shared message.
-    async fn message_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<OwnerMessage>, StoreError>;
+    async fn message_by_shared_id(
+        &mut self,
+        owner: UserId,
+        message_id: MessageId,
+    ) -> Result<Option<OwnerMessage>, StoreError>;
     /// The owner's box id of a shared message, deleted or not: a position in the owner's ids (read
     /// watermarks point there even when the owner has deleted that message for itself).
-    async fn box_id_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<BoxId>, StoreError>;
+    async fn box_id_by_shared_id(
+        &mut self,
+        owner: UserId,
+        message_id: MessageId,
+    ) -> Result<Option<BoxId>, StoreError>;
     /// Whether `owner` has blocked `peer`.
     async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
     /// The reads of a send, once its accounts are locked: the send's first result if this random_id
     /// was used before (as [`WriteTx::find_by_random_id`]), otherwise the blocks both ways. An
     /// adapter may answer it in one round trip (and have the send's [`WriteTx::next_message_id`]
     /// ready with it); this default asks the questions one by one.
-    async fn send_preflight(&mut self, sender: UserId, peer: UserId, random_id: i64) -> Result<SendPreflight, StoreError> {
+    async fn send_preflight(
+        &mut self,
+        sender: UserId,
+        peer: UserId,
+        random_id: i64,
+    ) -> Result<SendPreflight, StoreError> {
         if let Some((first, pts)) = self.find_by_random_id(sender, random_id).await? {
             return Ok(SendPreflight::Retry(first, pts));
         }
         if sender == peer {
-            return Ok(SendPreflight::New { sender_blocked_peer: false, peer_blocked_sender: false });
+            return Ok(SendPreflight::New {
+                sender_blocked_peer: false,
+                peer_blocked_sender: false,
+            });
         }
         Ok(SendPreflight::New {
             sender_blocked_peer: self.is_blocked(sender, peer).await?,
             peer_blocked_sender: self.is_blocked(peer, sender).await?,
         })
     }
-    async fn dialog(&mut self, owner: UserId, peer: UserId) -> Result<Option<DialogRecord>, StoreError>;
+    async fn dialog(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+    ) -> Result<Option<DialogRecord>, StoreError>;
     /// The newest visible box ids of a chat, below `max_id` (0 = no bound), newest first.
-    async fn newest_ids(&mut self, owner: UserId, peer: UserId, max_id: i32, limit: i64) -> Result<Vec<BoxId>, StoreError>;
+    async fn newest_ids(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        max_id: i32,
+        limit: i64,
+    ) -> Result<Vec<BoxId>, StoreError>;
     /// Whether the chat has visible messages besides `except`.
-    async fn has_messages_besides(&mut self, owner: UserId, peer: UserId, except: &[BoxId]) -> Result<bool, StoreError>;
+    async fn has_messages_besides(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        except: &[BoxId],
+    ) -> Result<bool, StoreError>;
     /// Incoming visible messages of a chat with box id above `max_id`.
-    async fn incoming_after(&mut self, owner: UserId, peer: UserId, max_id: i32) -> Result<i32, StoreError>;
+    async fn incoming_after(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        max_id: i32,
+    ) -> Result<i32, StoreError>;
     /// The newest incoming visible message of a chat at or below `max_id`.
-    async fn newest_incoming_at_or_below(&mut self, owner: UserId, peer: UserId, max_id: i32) -> Result<Option<OwnerMessage>, StoreError>;
+    async fn newest_incoming_at_or_below(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        max_id: i32,
+    ) -> Result<Option<OwnerMessage>, StoreError>;
     /// Boxes among `ids` whose contents are unread (media or reactions).
-    async fn content_unread(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<BoxId>, StoreError>;
+    async fn content_unread(
+        &mut self,
+        owner: UserId,
+        ids: &[BoxId],
+    ) -> Result<Vec<BoxId>, StoreError>;
 
     /// The pinned peers of a folder, in pinned order.
-    async fn pinned_peers(&mut self, owner: UserId, folder_id: i16) -> Result<Vec<UserId>, StoreError>;
+    async fn pinned_peers(
+        &mut self,
+        owner: UserId,
+        folder_id: i16,
+    ) -> Result<Vec<UserId>, StoreError>;
     async fn dialog_filters(&mut self, owner: UserId) -> Result<FilterSet, StoreError>;
-    async fn contact(&mut self, owner: UserId, peer: UserId) -> Result<Option<ContactRecord>, StoreError>;
+    async fn contact(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+    ) -> Result<Option<ContactRecord>, StoreError>;
     async fn peer_bar_hidden(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
 
     /// A new shared message identity.
@@ -243,7 +347,12 @@ pub trait WriteTx: Send {
     /// The owner's next box id (the account must be locked).
     fn next_box_id(&mut self, owner: UserId) -> Result<BoxId, StoreError>;
     /// Appends one event to the owner's log (the account must be locked) and projects it.
-    async fn append(&mut self, owner: UserId, event: UserEvent, origin: Origin) -> Result<Pts, StoreError>;
+    async fn append(
+        &mut self,
+        owner: UserId,
+        event: UserEvent,
+        origin: Origin,
+    ) -> Result<Pts, StoreError>;
     /// The owner's pts as of now in this transaction.
     fn current_pts(&self, owner: UserId) -> Result<Pts, StoreError>;
 
@@ -254,7 +363,12 @@ pub trait WriteTx: Send {
 #[async_trait]
 pub trait Accounts: Send + Sync {
     /// The account with this phone (created with these names if new) and a new device token for it.
-    async fn login(&self, phone: &str, first_name: &str, last_name: &str) -> Result<(UserRecord, String), StoreError>;
+    async fn login(
+        &self,
+        phone: &str,
+        first_name: &str,
+        last_name: &str,
+    ) -> Result<(UserRecord, String), StoreError>;
     /// The caller a bearer token stands for.
     async fn authenticate(&self, token: &str) -> Result<Option<Caller>, StoreError>;
 }

@@ -16,7 +16,10 @@ impl App {
     pub(crate) fn chat_peer(&self, caller: UserId, peer: &InputPeer) -> Result<ChatPeer, AppError> {
         match peer {
             InputPeer::SelfPeer => Ok(ChatPeer::SelfChat),
-            InputPeer::User { user_id, access_hash } => {
+            InputPeer::User {
+                user_id,
+                access_hash,
+            } => {
                 let target = UserId::new(*user_id)?;
                 if target == caller {
                     return Ok(ChatPeer::SelfChat);
@@ -31,7 +34,11 @@ impl App {
     }
 
     /// Like [`App::chat_peer`], then confirms the account exists.
-    pub(crate) async fn existing_chat_peer(&self, caller: UserId, peer: &InputPeer) -> Result<UserId, AppError> {
+    pub(crate) async fn existing_chat_peer(
+        &self,
+        caller: UserId,
+        peer: &InputPeer,
+    ) -> Result<UserId, AppError> {
         let target = self.chat_peer(caller, peer)?.user_id(caller);
         if target != caller && self.store.users(&[target]).await?.is_empty() {
             return Err(DomainError::PeerIdInvalid.into());
@@ -40,11 +47,18 @@ impl App {
     }
 
     /// A user named by `InputUser`, with the caller's access hash. `None` for `inputUserEmpty`.
-    pub(crate) fn input_user(&self, caller: UserId, user: &InputUser) -> Result<Option<UserId>, AppError> {
+    pub(crate) fn input_user(
+        &self,
+        caller: UserId,
+        user: &InputUser,
+    ) -> Result<Option<UserId>, AppError> {
         match user {
             InputUser::Empty => Ok(None),
             InputUser::SelfUser => Ok(Some(caller)),
-            InputUser::User { user_id, access_hash } => {
+            InputUser::User {
+                user_id,
+                access_hash,
+            } => {
                 let target = UserId::new(*user_id).map_err(|_| DomainError::UserIdInvalid)?;
                 // Like `inputPeerUser` (docs/json-api.md): a wrong access hash is PEER_ID_INVALID.
                 if target != caller && !self.keys.verify(caller, target, *access_hash) {
@@ -75,7 +89,8 @@ impl App {
             .iter()
             .map(|r| {
                 let contact = mine.iter().find(|c| c.user_id == r.id);
-                User::for_viewer(viewer, r, &self.keys).with_contact(contact, theirs.contains(&r.id))
+                User::for_viewer(viewer, r, &self.keys)
+                    .with_contact(contact, theirs.contains(&r.id))
             })
             .collect())
     }

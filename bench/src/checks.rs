@@ -2,14 +2,14 @@
 //! counters must match it, no message may be duplicated, and every successful send must have put
 //! its boxes in place.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 /// Logs up to this many events are checked whole after each phase; longer ones only where the
 /// phase wrote (each new event's predecessor must exist).
 const FULL_CHECK_MAX_EVENTS: i64 = 1_000_000;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Check {
     pub phase: String,
     pub name: String,
@@ -18,7 +18,12 @@ pub struct Check {
 }
 
 fn check(phase: &str, name: &str, ok: bool, detail: String) -> Check {
-    Check { phase: phase.to_string(), name: name.to_string(), ok, detail }
+    Check {
+        phase: phase.to_string(),
+        name: name.to_string(),
+        ok,
+        detail,
+    }
 }
 
 /// Runs every check; `expected_boxes` is the number of message_boxes rows the run must have made
@@ -31,7 +36,9 @@ pub async fn after_phase(
     since: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Vec<Check>> {
     let mut out = Vec::new();
-    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events").fetch_one(pool).await?;
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events")
+        .fetch_one(pool)
+        .await?;
 
     // Density: every event starts right where the previous one of its account ended.
     let gaps: i64 = if events <= FULL_CHECK_MAX_EVENTS {
@@ -50,8 +57,17 @@ pub async fn after_phase(
         .fetch_one(pool)
         .await?
     };
-    let scope = if events <= FULL_CHECK_MAX_EVENTS { "whole log" } else { "events of this phase" };
-    out.push(check(phase, "pts dense", gaps == 0, format!("{gaps} gaps or overlaps ({scope}, {events} events)")));
+    let scope = if events <= FULL_CHECK_MAX_EVENTS {
+        "whole log"
+    } else {
+        "events of this phase"
+    };
+    out.push(check(
+        phase,
+        "pts dense",
+        gaps == 0,
+        format!("{gaps} gaps or overlaps ({scope}, {events} events)"),
+    ));
 
     // The allocator agrees with the log.
     let off: i64 = sqlx::query_scalar(
@@ -61,7 +77,12 @@ pub async fn after_phase(
     )
     .fetch_one(pool)
     .await?;
-    out.push(check(phase, "counters match the log", off == 0, format!("{off} accounts whose user_sequences.pts is not their last event")));
+    out.push(check(
+        phase,
+        "counters match the log",
+        off == 0,
+        format!("{off} accounts whose user_sequences.pts is not their last event"),
+    ));
 
     // No message delivered twice, no send answered twice.
     // (On a large log, only the newest million message ids: more than any phase sends.)
@@ -73,12 +94,21 @@ pub async fn after_phase(
     .bind(events <= FULL_CHECK_MAX_EVENTS)
     .fetch_one(pool)
     .await?;
-    out.push(check(phase, "no duplicate delivery", dup_messages == 0, format!("{dup_messages} messages in more than two boxes")));
+    out.push(check(
+        phase,
+        "no duplicate delivery",
+        dup_messages == 0,
+        format!("{dup_messages} messages in more than two boxes"),
+    ));
 
     // Every successful send is in the boxes (deleted ones stay as soft-deleted rows).
-    let boxes: i64 = sqlx::query_scalar("SELECT count(*) FROM message_boxes").fetch_one(pool).await?;
+    let boxes: i64 = sqlx::query_scalar("SELECT count(*) FROM message_boxes")
+        .fetch_one(pool)
+        .await?;
     let new_message_events: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM user_update_events WHERE kind = 'new_message'").fetch_one(pool).await?;
+        sqlx::query_scalar("SELECT count(*) FROM user_update_events WHERE kind = 'new_message'")
+            .fetch_one(pool)
+            .await?;
     let expected = i64::try_from(expected_boxes).unwrap_or(i64::MAX);
     out.push(check(
         phase,
@@ -102,7 +132,11 @@ pub async fn verify(pool: &PgPool, phase: &str) -> anyhow::Result<Check> {
             report.events_replayed,
             t.elapsed().as_secs_f64(),
             report.total_differences,
-            if report.differences.is_empty() { String::new() } else { format!(": {}", report.differences.join("; ")) }
+            if report.differences.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", report.differences.join("; "))
+            }
         ),
     ))
 }

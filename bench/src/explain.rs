@@ -2,10 +2,10 @@
 //! getDialogs paths (and the HTTP token lookup), with realistic parameters taken from the data.
 //! The send statements run in one transaction that is rolled back.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::{PgPool, Row};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
     pub path: String,
     pub statement: String,
@@ -15,7 +15,8 @@ pub struct Plan {
     pub execution_ms: f64,
 }
 
-const BOX_COLUMNS: &str = "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
+const BOX_COLUMNS: &str =
+    "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
      text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date";
 const DIALOG_COLUMNS: &str =
     "peer_user_id, folder_id, top_message, top_message_date, read_inbox_max_id, read_outbox_max_id, unread_count, unread_mark";
@@ -27,16 +28,34 @@ pub async fn explain_hot_paths(pool: &PgPool) -> anyhow::Result<Vec<Plan>> {
     )
     .fetch_optional(pool)
     .await?;
-    let Some(row) = row else { return Ok(Vec::new()) };
+    let Some(row) = row else {
+        return Ok(Vec::new());
+    };
     let (u, p, top): (i64, i64, i32) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
     let (lo, hi) = (u.min(p), u.max(p));
-    let (pts, box_id): (i32, i32) = sqlx::query_as("SELECT pts, box_id FROM user_sequences WHERE user_id = $1").bind(u).fetch_one(pool).await?;
-    let (ppts, pbox): (i32, i32) = sqlx::query_as("SELECT pts, box_id FROM user_sequences WHERE user_id = $1").bind(p).fetch_one(pool).await?;
-    let token_hash: Option<Vec<u8>> = sqlx::query_scalar("SELECT token_hash FROM authorizations WHERE user_id = $1 LIMIT 1").bind(u).fetch_optional(pool).await?;
+    let (pts, box_id): (i32, i32) =
+        sqlx::query_as("SELECT pts, box_id FROM user_sequences WHERE user_id = $1")
+            .bind(u)
+            .fetch_one(pool)
+            .await?;
+    let (ppts, pbox): (i32, i32) =
+        sqlx::query_as("SELECT pts, box_id FROM user_sequences WHERE user_id = $1")
+            .bind(p)
+            .fetch_one(pool)
+            .await?;
+    let token_hash: Option<Vec<u8>> =
+        sqlx::query_scalar("SELECT token_hash FROM authorizations WHERE user_id = $1 LIMIT 1")
+            .bind(u)
+            .fetch_optional(pool)
+            .await?;
     let token_hex = token_hash.map(hex::encode).unwrap_or_default();
     let from = (pts - 100).max(0);
     let tops: Vec<i32> = sqlx::query_scalar("SELECT top_message FROM dialogs WHERE user_id = $1 ORDER BY top_message_date DESC LIMIT 100").bind(u).fetch_all(pool).await?;
-    let tops = tops.iter().map(i32::to_string).collect::<Vec<_>>().join(",");
+    let tops = tops
+        .iter()
+        .map(i32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     let date = 1_700_000_000;
 
     let send: Vec<(&str, String)> = vec![
@@ -93,18 +112,33 @@ pub async fn explain_hot_paths(pool: &PgPool) -> anyhow::Result<Vec<Plan>> {
     Ok(plans)
 }
 
-async fn explain(conn: &mut sqlx::PgConnection, path: &str, name: &str, sql: &str) -> anyhow::Result<Plan> {
-    let lines: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, BUFFERS) {sql}")).fetch_all(&mut *conn).await
+async fn explain(
+    conn: &mut sqlx::PgConnection,
+    path: &str,
+    name: &str,
+    sql: &str,
+) -> anyhow::Result<Plan> {
+    let lines: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, BUFFERS) {sql}"))
+        .fetch_all(&mut *conn)
+        .await
         .map_err(|e| anyhow::anyhow!("EXPLAIN {name}: {e}"))?;
     let execution_ms = lines
         .iter()
-        .find_map(|l| l.trim().strip_prefix("Execution Time: ").and_then(|r| r.trim_end_matches(" ms").parse().ok()))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Execution Time: ")
+                .and_then(|r| r.trim_end_matches(" ms").parse().ok())
+        })
         .unwrap_or(0.0);
     Ok(Plan {
         path: path.to_string(),
         statement: name.to_string(),
         sql: sql.to_string(),
-        seq_scan: lines.iter().any(|l| l.contains("Seq Scan")),
+        // A seq scan of an empty partition (estimated cost 0) is how Postgres reads nothing; only
+        // real ones count.
+        seq_scan: lines
+            .iter()
+            .any(|l| l.contains("Seq Scan") && !l.contains("(cost=0.00..0.00 ")),
         plan: lines,
         execution_ms,
     })

@@ -18,11 +18,18 @@ pub const FRIENDS: i64 = 10;
 
 /// Appends new_message events (two per message) until the log holds at least `target_events`
 /// events; answers how many were added.
-pub async fn load_to(pool: &PgPool, n_users: usize, target_events: u64, verbose: bool) -> anyhow::Result<u64> {
+pub async fn load_to(
+    pool: &PgPool,
+    n_users: usize,
+    target_events: u64,
+    verbose: bool,
+) -> anyhow::Result<u64> {
     let n = n_users as i64;
     let mut added = 0u64;
     loop {
-        let have: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events").fetch_one(pool).await?;
+        let have: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events")
+            .fetch_one(pool)
+            .await?;
         let missing = i64::try_from(target_events).unwrap_or(i64::MAX) - have;
         if missing <= 0 {
             return Ok(added);
@@ -30,7 +37,9 @@ pub async fn load_to(pool: &PgPool, n_users: usize, target_events: u64, verbose:
         let events = missing.min(CHUNK_EVENTS);
         let messages = (events + 1) / 2;
         let t = Instant::now();
-        load_chunk(pool, n, messages).await.context("loading a chunk of the log")?;
+        load_chunk(pool, n, messages)
+            .await
+            .context("loading a chunk of the log")?;
         added += u64::try_from(messages * 2).unwrap_or(0);
         if verbose {
             println!(
@@ -50,10 +59,18 @@ async fn load_chunk(pool: &PgPool, n: i64, messages: i64) -> anyhow::Result<()> 
     // 1. The chunk's copies, numbered per owner from the counters, in an unlogged staging table the
     //    workers can all read. Nothing else writes while the bench loads.
     let mut tx = pool.begin().await?;
-    sqlx::query("SET LOCAL synchronous_commit = off").execute(&mut *tx).await?;
-    sqlx::query("SET LOCAL work_mem = '256MB'").execute(&mut *tx).await?;
-    let now: i32 = sqlx::query_scalar("SELECT extract(epoch FROM now())::int").fetch_one(&mut *tx).await?;
-    sqlx::query("DROP TABLE IF EXISTS bench_load_copies").execute(&mut *tx).await?;
+    sqlx::query("SET LOCAL synchronous_commit = off")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("SET LOCAL work_mem = '256MB'")
+        .execute(&mut *tx)
+        .await?;
+    let now: i32 = sqlx::query_scalar("SELECT extract(epoch FROM now())::int")
+        .fetch_one(&mut *tx)
+        .await?;
+    sqlx::query("DROP TABLE IF EXISTS bench_load_copies")
+        .execute(&mut *tx)
+        .await?;
     // k orders the messages; both copies of message k come before any copy of k+1 in each owner's
     // log. Dates rise with k and end a little before now.
     sqlx::query(
@@ -84,16 +101,23 @@ async fn load_chunk(pool: &PgPool, n: i64, messages: i64) -> anyhow::Result<()> 
     let mut workers = Vec::new();
     for w in 0..WORKERS {
         let pool = pool.clone();
-        workers.push(tokio::spawn(async move { load_owner_class(&pool, w).await }));
+        workers.push(tokio::spawn(
+            async move { load_owner_class(&pool, w).await },
+        ));
     }
     for w in workers {
-        w.await.map_err(|e| anyhow::anyhow!("loader worker: {e}"))??;
+        w.await
+            .map_err(|e| anyhow::anyhow!("loader worker: {e}"))??;
     }
 
     // 3. Dialogs and counters, then drop the staging table.
     let mut tx = pool.begin().await?;
-    sqlx::query("SET LOCAL synchronous_commit = off").execute(&mut *tx).await?;
-    sqlx::query("SET LOCAL work_mem = '256MB'").execute(&mut *tx).await?;
+    sqlx::query("SET LOCAL synchronous_commit = off")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("SET LOCAL work_mem = '256MB'")
+        .execute(&mut *tx)
+        .await?;
     // What the dialogs projector does for each new_message, folded over the chunk: the top message
     // moves up to the newest box (all loaded boxes are newer than any existing one), every incoming
     // box is unread (it is above any read watermark).
@@ -115,7 +139,9 @@ async fn load_chunk(pool: &PgPool, n: i64, messages: i64) -> anyhow::Result<()> 
     )
     .execute(&mut *tx)
     .await?;
-    sqlx::query("DROP TABLE bench_load_copies").execute(&mut *tx).await?;
+    sqlx::query("DROP TABLE bench_load_copies")
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -124,7 +150,9 @@ const LOADED_TEXT: &str = "loaded message: the quick brown fox jumps over the la
 
 async fn load_owner_class(pool: &PgPool, class: i64) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
-    sqlx::query("SET LOCAL synchronous_commit = off").execute(&mut *tx).await?;
+    sqlx::query("SET LOCAL synchronous_commit = off")
+        .execute(&mut *tx)
+        .await?;
     sqlx::query(
         "INSERT INTO message_boxes (owner_user_id, box_id, peer_user_id, message_id, sender_user_id, outgoing, \
            random_id, date, text, entities, silent, noforwards, media_unread, pts) \
@@ -158,8 +186,18 @@ async fn load_owner_class(pool: &PgPool, class: i64) -> anyhow::Result<()> {
 /// Vacuums and analyzes what the loader wrote, as autovacuum would after a bulk insert, so the
 /// measured plans are the steady-state ones.
 pub async fn vacuum_analyze(pool: &PgPool) -> anyhow::Result<()> {
-    for t in ["user_update_events", "message_boxes", "dialogs", "user_sequences", "contact_blocks", "users"] {
-        sqlx::query(&format!("VACUUM (ANALYZE) {t}")).execute(pool).await.with_context(|| format!("VACUUM {t}"))?;
+    for t in [
+        "user_update_events",
+        "message_boxes",
+        "dialogs",
+        "user_sequences",
+        "contact_blocks",
+        "users",
+    ] {
+        sqlx::query(&format!("VACUUM (ANALYZE) {t}"))
+            .execute(pool)
+            .await
+            .with_context(|| format!("VACUUM {t}"))?;
     }
     Ok(())
 }

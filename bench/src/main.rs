@@ -8,7 +8,10 @@ use clap::Parser;
 use ptslog_bench::{run, Options};
 
 #[derive(Parser, Debug)]
-#[command(name = "ptslog-bench", about = "Load benchmark of ptslog against a same-run pgbench baseline")]
+#[command(
+    name = "ptslog-bench",
+    about = "Load benchmark of ptslog against a same-run pgbench baseline"
+)]
 struct Args {
     /// Accounts (default 1000; 40 with --quick).
     #[arg(long)]
@@ -42,11 +45,22 @@ struct Args {
     #[arg(long)]
     verify: bool,
     /// The Postgres server to create the databases on (its maintenance database).
-    #[arg(long, env = "PTSLOG_TEST_DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    #[arg(
+        long,
+        env = "PTSLOG_TEST_DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+    )]
     admin_url: String,
     /// Redis (unused while the send limit is off, but the server wants one).
-    #[arg(long, env = "PTSLOG_TEST_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    #[arg(
+        long,
+        env = "PTSLOG_TEST_REDIS_URL",
+        default_value = "redis://127.0.0.1:6379"
+    )]
     redis_url: String,
+    /// Do not run: re-render the markdown of a saved JSON report into --markdown.
+    #[arg(long)]
+    render: Option<PathBuf>,
     /// The server's Postgres pool size (PTSLOG_DB_MAX_CONNECTIONS; default 32, the server's default).
     #[arg(long)]
     db_max_connections: Option<u32>,
@@ -55,7 +69,28 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let mut opts = if args.quick { Options::quick() } else { Options::full() };
+    if let Some(json) = &args.render {
+        let Some(md) = &args.markdown else {
+            eprintln!("ptslog-bench: --render needs --markdown");
+            return ExitCode::FAILURE;
+        };
+        let rendered = std::fs::read_to_string(json)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| Ok(serde_json::from_str::<ptslog_bench::report::Report>(&t)?))
+            .and_then(|r| r.write_markdown(md));
+        return match rendered {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ptslog-bench: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let mut opts = if args.quick {
+        Options::quick()
+    } else {
+        Options::full()
+    };
     if let Some(v) = args.users {
         opts.users = v;
     }

@@ -29,7 +29,11 @@ pub fn find_pgbench() -> Option<PathBuf> {
     if let Some((_, p)) = versions.pop() {
         return Some(p);
     }
-    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("pgbench")).find(|p| p.exists()))
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("pgbench"))
+            .find(|p| p.exists())
+    })
 }
 
 /// The custom script: one send per transaction between two distinct random accounts of 1..=n.
@@ -90,10 +94,19 @@ pub async fn run(
         bail!("pgbench failed ({}):\n{stdout}\n{stderr}", out.status);
     }
     let field = |label: &str| -> Option<String> {
-        stdout.lines().find_map(|l| l.trim().strip_prefix(label).map(|rest| rest.trim().to_string()))
+        stdout.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix(label)
+                .map(|rest| rest.trim().to_string())
+        })
     };
     let transactions: u64 = field("number of transactions actually processed:")
-        .and_then(|v| v.split_whitespace().next().and_then(|n| n.split('/').next()).and_then(|n| n.parse().ok()))
+        .and_then(|v| {
+            v.split_whitespace()
+                .next()
+                .and_then(|n| n.split('/').next())
+                .and_then(|n| n.parse().ok())
+        })
         .ok_or_else(|| anyhow!("no transaction count in pgbench output:\n{stdout}\n{stderr}"))?;
     let failed: u64 = field("number of failed transactions:")
         .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
@@ -101,7 +114,12 @@ pub async fn run(
     let tps: f64 = stdout
         .lines()
         .find(|l| l.starts_with("tps = ") && l.contains("without initial connection time"))
-        .and_then(|l| l.trim_start_matches("tps = ").split_whitespace().next().and_then(|n| n.parse().ok()))
+        .and_then(|l| {
+            l.trim_start_matches("tps = ")
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok())
+        })
         .ok_or_else(|| anyhow!("no tps in pgbench output:\n{stdout}"))?;
 
     // Per-transaction log lines: client_id transaction_no time_us script_no epoch epoch_us.
@@ -123,5 +141,11 @@ pub async fn run(
     let mut stats = rec.summary(Duration::from_secs(secs));
     // pgbench's own count and rate are authoritative (the log may hold a partial last second).
     stats.throughput_per_s = crate::stats::round1(tps);
-    Ok(PgbenchRun { transactions, failed, tps, stats, command })
+    Ok(PgbenchRun {
+        transactions,
+        failed,
+        tps,
+        stats,
+        command,
+    })
 }

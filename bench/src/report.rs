@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::checks::Check;
@@ -15,7 +15,7 @@ use crate::stats::OpStats;
 pub const BEGIN_MARKER: &str = "<!-- bench:begin -->";
 pub const END_MARKER: &str = "<!-- bench:end -->";
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Phase {
     /// Unique name, e.g. `send_inproc_c8`.
     pub name: String,
@@ -34,15 +34,27 @@ pub struct Phase {
 
 impl Phase {
     pub fn new(name: impl Into<String>, group: &str, params: Value) -> Self {
-        Self { name: name.into(), group: group.to_string(), params, status: "ok".into(), note: None, ops: BTreeMap::new(), wall_s: 0.0 }
+        Self {
+            name: name.into(),
+            group: group.to_string(),
+            params,
+            status: "ok".into(),
+            note: None,
+            ops: BTreeMap::new(),
+            wall_s: 0.0,
+        }
     }
 
     pub fn skipped(name: &str, group: &str, reason: &str) -> Self {
-        Self { status: "skipped".into(), note: Some(reason.to_string()), ..Self::new(name, group, Value::Null) }
+        Self {
+            status: "skipped".into(),
+            note: Some(reason.to_string()),
+            ..Self::new(name, group, Value::Null)
+        }
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ratio {
     pub name: String,
     pub value: f64,
@@ -50,7 +62,7 @@ pub struct Ratio {
     pub denominator: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Target {
     pub name: String,
     pub target: String,
@@ -60,7 +72,7 @@ pub struct Target {
     pub note: String,
 }
 
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct Machine {
     pub cpus: usize,
     pub cpu_model: String,
@@ -76,17 +88,27 @@ impl Machine {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
         let cpu_model = read("/proc/cpuinfo")
             .lines()
-            .find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_string()))
+            .find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+            })
             .unwrap_or_default();
         let memory_gib = read("/proc/meminfo")
             .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:").and_then(|r| r.split_whitespace().next()?.parse::<f64>().ok()))
+            .find_map(|l| {
+                l.strip_prefix("MemTotal:")
+                    .and_then(|r| r.split_whitespace().next()?.parse::<f64>().ok())
+            })
             .map_or(0.0, |kb| (kb / 1024.0 / 1024.0 * 10.0).round() / 10.0);
         Self {
             cpus: std::thread::available_parallelism().map_or(0, usize::from),
             cpu_model,
             memory_gib,
-            kernel: read("/proc/version").split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+            kernel: read("/proc/version")
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
             postgres: String::new(),
             load_average_at_start: load_average(),
             load_average_at_end: String::new(),
@@ -95,10 +117,15 @@ impl Machine {
 }
 
 pub fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub schema_version: u32,
     pub started_at: String,
@@ -125,7 +152,8 @@ impl Report {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(path, serde_json::to_string_pretty(self)?).with_context(|| format!("writing {}", path.display()))
+        std::fs::write(path, serde_json::to_string_pretty(self)?)
+            .with_context(|| format!("writing {}", path.display()))
     }
 
     /// The figures as markdown.
@@ -149,26 +177,46 @@ impl Report {
             self.statements_per_send,
             self.wall_s
         ));
-        s.push_str("| phase | op | load | ok | errors | ops/s | p50 ms | p90 ms | p99 ms | p99.9 ms |\n");
+        s.push_str(
+            "| phase | op | load | ok | errors | ops/s | p50 ms | p90 ms | p99 ms | p99.9 ms |\n",
+        );
         s.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for p in &self.phases {
             let load = describe_params(&p.params);
             if p.status != "ok" {
-                s.push_str(&format!("| {} | — | — | | | {}: {} | | | | |\n", p.name, p.status, p.note.clone().unwrap_or_default()));
+                s.push_str(&format!(
+                    "| {} | — | — | | | {} | | | | |\n",
+                    p.name,
+                    p.note.clone().unwrap_or_else(|| p.status.clone())
+                ));
                 continue;
             }
             for (op, st) in &p.ops {
                 s.push_str(&format!(
                     "| {} | {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} |\n",
-                    p.name, op, load, st.ok, st.errors, st.throughput_per_s, st.p50_ms, st.p90_ms, st.p99_ms, st.p999_ms
+                    p.name,
+                    op,
+                    load,
+                    st.ok,
+                    st.errors,
+                    st.throughput_per_s,
+                    st.p50_ms,
+                    st.p90_ms,
+                    st.p99_ms,
+                    st.p999_ms
                 ));
             }
         }
         s.push_str("\n**Ratios** (same run):\n\n| ratio | value | numerator | denominator |\n|---|---:|---:|---:|\n");
         for r in &self.ratios {
-            s.push_str(&format!("| {} | {:.2} | {:.1} | {:.1} |\n", r.name, r.value, r.numerator, r.denominator));
+            s.push_str(&format!(
+                "| {} | {:.2} | {:.1} | {:.1} |\n",
+                r.name, r.value, r.numerator, r.denominator
+            ));
         }
-        s.push_str("\n**Targets** (issue 3):\n\n| target | goal | measured | met |\n|---|---|---:|---|\n");
+        s.push_str(
+            "\n**Targets** (issue 3):\n\n| target | goal | measured | met |\n|---|---|---:|---|\n",
+        );
         for t in &self.targets {
             let value = t.value.map_or("—".to_string(), |v| format!("{v:.2}"));
             let met = match t.met {
@@ -176,7 +224,10 @@ impl Report {
                 Some(false) => "**no**".to_string(),
                 None => format!("not measured: {}", t.note),
             };
-            s.push_str(&format!("| {} | {} | {} | {} |\n", t.name, t.target, value, met));
+            s.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                t.name, t.target, value, met
+            ));
         }
         let failed: Vec<&Check> = self.checks.iter().filter(|c| !c.ok).collect();
         s.push_str(&format!(
@@ -191,8 +242,12 @@ impl Report {
             }
         ));
         if !self.explain.is_empty() {
-            let seq: Vec<String> =
-                self.explain.iter().filter(|p| p.seq_scan).map(|p| format!("{} / {}", p.path, p.statement)).collect();
+            let seq: Vec<String> = self
+                .explain
+                .iter()
+                .filter(|p| p.seq_scan)
+                .map(|p| format!("{} / {}", p.path, p.statement))
+                .collect();
             s.push_str(&format!(
                 "\n**Plans** (EXPLAIN ANALYZE on the largest log): {} hot-path statements, sequential scans: {}; slowest: {}.\n",
                 self.explain.len(),
@@ -208,7 +263,8 @@ impl Report {
 
     /// Replaces the region between the markers of `path` (which must have both) with the figures.
     pub fn write_markdown(&self, path: &Path) -> anyhow::Result<()> {
-        let doc = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let doc =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let new = replace_region(&doc, &self.markdown())?;
         std::fs::write(path, new).with_context(|| format!("writing {}", path.display()))
     }
@@ -218,6 +274,7 @@ fn describe_params(v: &Value) -> String {
     match v {
         Value::Object(m) => m
             .iter()
+            .filter(|(k, _)| k.as_str() != "command")
             .map(|(k, v)| match v {
                 Value::Number(n) => format!("{k}={n}"),
                 Value::String(s) => format!("{k}={s}"),
@@ -230,14 +287,31 @@ fn describe_params(v: &Value) -> String {
     }
 }
 
+/// The byte offset of the first line that is exactly `marker` (prose may quote the markers).
+fn marker_line(doc: &str, marker: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in doc.split_inclusive('\n') {
+        if line.trim_end() == marker {
+            return Some(at);
+        }
+        at += line.len();
+    }
+    None
+}
+
 pub fn replace_region(doc: &str, body: &str) -> anyhow::Result<String> {
-    let (Some(b), Some(e)) = (doc.find(BEGIN_MARKER), doc.find(END_MARKER)) else {
-        bail!("the document has no {BEGIN_MARKER} … {END_MARKER} region");
+    let (Some(b), Some(e)) = (marker_line(doc, BEGIN_MARKER), marker_line(doc, END_MARKER)) else {
+        bail!("the document has no {BEGIN_MARKER} … {END_MARKER} region (each marker alone on its line)");
     };
     if e < b {
         bail!("{END_MARKER} comes before {BEGIN_MARKER}");
     }
-    Ok(format!("{}{BEGIN_MARKER}\n{}\n{}", &doc[..b], body.trim_end(), &doc[e..]))
+    Ok(format!(
+        "{}{BEGIN_MARKER}\n{}\n{}",
+        &doc[..b],
+        body.trim_end(),
+        &doc[e..]
+    ))
 }
 
 #[cfg(test)]
@@ -246,9 +320,9 @@ mod tests {
 
     #[test]
     fn only_the_region_is_replaced() {
-        let doc = "# T\nbefore\n<!-- bench:begin -->\nold\n<!-- bench:end -->\nafter\n";
+        let doc = "# T\nquoted `<!-- bench:begin -->` in prose\n<!-- bench:begin -->\nold\n<!-- bench:end -->\nafter\n";
         let out = replace_region(doc, "new table\n").unwrap();
-        assert_eq!(out, "# T\nbefore\n<!-- bench:begin -->\nnew table\n<!-- bench:end -->\nafter\n");
+        assert_eq!(out, "# T\nquoted `<!-- bench:begin -->` in prose\n<!-- bench:begin -->\nnew table\n<!-- bench:end -->\nafter\n");
         assert!(replace_region("no markers", "x").is_err());
     }
 }

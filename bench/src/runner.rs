@@ -18,7 +18,11 @@ use crate::stats::{OpStats, Recorder};
 
 /// Runs `op(worker)` in `concurrency` closed loops for `duration`; answers the merged recording and
 /// the wall time the phase took (up to the last call's answer).
-pub async fn closed_loop<F, Fut>(concurrency: usize, duration: Duration, op: F) -> (Recorder, Duration)
+pub async fn closed_loop<F, Fut>(
+    concurrency: usize,
+    duration: Duration,
+    op: F,
+) -> (Recorder, Duration)
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), String>> + Send + 'static,
@@ -53,7 +57,11 @@ where
 pub struct Stream {
     pub name: String,
     pub rate_per_s: f64,
-    pub op: Arc<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync>,
+    pub op: Arc<
+        dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
+            + Send
+            + Sync,
+    >,
 }
 
 impl Stream {
@@ -62,7 +70,11 @@ impl Stream {
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), String>> + Send + 'static,
     {
-        Self { name: name.to_string(), rate_per_s, op: Arc::new(move || Box::pin(op())) }
+        Self {
+            name: name.to_string(),
+            rate_per_s,
+            op: Arc::new(move || Box::pin(op())),
+        }
     }
 }
 

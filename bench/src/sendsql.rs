@@ -8,13 +8,23 @@
 //! on the server; the statements, tables, indexes touched and their order are the application's.
 
 /// The columns `find_by_random_id` reads (rows::BOX_COLUMNS plus pts).
-const BOX_COLUMNS: &str = "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
+const BOX_COLUMNS: &str =
+    "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
      text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date";
 
 const TEXT: &str = "benchmark message: the quick brown fox jumps over the lazy dog";
 
-fn payload(box_var: &str, peer: &str, from: &str, out: bool, date: i32, random_id: Option<&str>) -> String {
-    let rid = random_id.map(|r| format!(", 'random_id', :{r}::bigint")).unwrap_or_default();
+fn payload(
+    box_var: &str,
+    peer: &str,
+    from: &str,
+    out: bool,
+    date: i32,
+    random_id: Option<&str>,
+) -> String {
+    let rid = random_id
+        .map(|r| format!(", 'random_id', :{r}::bigint"))
+        .unwrap_or_default();
     format!(
         "jsonb_build_object('message', jsonb_build_object('id', :{box_var}::int, 'message_id', :mid::bigint, \
          'peer_id', :{peer}::bigint, 'from_id', :{from}::bigint, 'out', {out}, 'date', {date}, 'text', '{TEXT}'::text, \
@@ -22,7 +32,15 @@ fn payload(box_var: &str, peer: &str, from: &str, out: bool, date: i32, random_i
     )
 }
 
-fn box_insert(owner: &str, box_var: &str, peer: &str, out: bool, random_id: &str, date: i32, pts_var: &str) -> String {
+fn box_insert(
+    owner: &str,
+    box_var: &str,
+    peer: &str,
+    out: bool,
+    random_id: &str,
+    date: i32,
+    pts_var: &str,
+) -> String {
     format!(
         "INSERT INTO message_boxes (owner_user_id, box_id, peer_user_id, message_id, sender_user_id, outgoing, \
          random_id, date, text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, pts) \
@@ -98,10 +116,17 @@ pub fn pgbench_script(n: usize, date: i32) -> String {
     lines.push(String::new());
     // pgbench reads one SQL command per line unless it ends in a semicolon-less continuation: keep
     // each statement on one line.
-    lines.into_iter().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join("\n")
+    lines
+        .into_iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// How many statements (round trips, BEGIN and COMMIT included) one send runs.
 pub fn statements_per_send() -> usize {
-    pgbench_script(10, 0).lines().filter(|l| !l.starts_with('\\') && !l.is_empty()).count()
+    pgbench_script(10, 0)
+        .lines()
+        .filter(|l| !l.starts_with('\\') && !l.is_empty())
+        .count()
 }

@@ -17,34 +17,59 @@ pub fn database_url(admin_url: &str, name: &str) -> String {
         None => (admin_url.to_string(), String::new()),
     };
     let after_scheme = base.find("://").map_or(0, |i| i + 3);
-    let cut = base[after_scheme..].rfind('/').map_or(base.len(), |i| after_scheme + i + 1);
-    let prefix = if cut == base.len() { format!("{base}/") } else { base[..cut].to_string() };
+    let cut = base[after_scheme..]
+        .rfind('/')
+        .map_or(base.len(), |i| after_scheme + i + 1);
+    let prefix = if cut == base.len() {
+        format!("{base}/")
+    } else {
+        base[..cut].to_string()
+    };
     format!("{prefix}{name}{query}")
 }
 
 pub async fn create_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
-    let mut admin = PgConnection::connect(admin_url)
+    let mut admin = PgConnection::connect(admin_url).await.with_context(|| {
+        format!(
+            "connecting to Postgres at {}",
+            ptslog_server::wiring::redact(admin_url)
+        )
+    })?;
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
         .await
-        .with_context(|| format!("connecting to Postgres at {}", ptslog_server::wiring::redact(admin_url)))?;
-    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.with_context(|| format!("CREATE DATABASE {name}"))?;
+        .with_context(|| format!("CREATE DATABASE {name}"))?;
     Ok(())
 }
 
 pub async fn drop_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
     let mut admin = PgConnection::connect(admin_url).await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await?;
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&mut admin)
+        .await?;
     Ok(())
 }
 
 /// The server's settings for the bench: no send-rate limit, its own Redis prefix, a free port.
-pub fn server_config(db_url: &str, redis_url: &str, db_name: &str, max_connections: u32) -> anyhow::Result<Config> {
+pub fn server_config(
+    db_url: &str,
+    redis_url: &str,
+    db_name: &str,
+    max_connections: u32,
+) -> anyhow::Result<Config> {
     let vars = HashMap::from([
         ("DATABASE_URL".to_string(), db_url.to_string()),
         ("REDIS_URL".to_string(), redis_url.to_string()),
-        ("PTSLOG_REDIS_PREFIX".to_string(), format!("bench:{db_name}:")),
+        (
+            "PTSLOG_REDIS_PREFIX".to_string(),
+            format!("bench:{db_name}:"),
+        ),
         ("PTSLOG_HTTP_ADDR".to_string(), "127.0.0.1:0".to_string()),
         ("PTSLOG_SEND_RATE_PER_MINUTE".to_string(), "0".to_string()),
-        ("PTSLOG_DB_MAX_CONNECTIONS".to_string(), max_connections.to_string()),
+        (
+            "PTSLOG_DB_MAX_CONNECTIONS".to_string(),
+            max_connections.to_string(),
+        ),
     ]);
     Config::from_vars(&vars)
 }
@@ -71,11 +96,18 @@ pub async fn create_users(app: &App, pool: &PgPool, n: usize) -> anyhow::Result<
     if n < 2 {
         bail!("--users must be at least 2");
     }
-    let mut users = if n <= APP_LOGIN_MAX { login_users(app, n).await? } else { load_users(pool, n).await? };
+    let mut users = if n <= APP_LOGIN_MAX {
+        login_users(app, n).await?
+    } else {
+        load_users(pool, n).await?
+    };
     users.sort_by_key(|u| u.caller.user_id);
     for (i, u) in users.iter().enumerate() {
         if u.caller.user_id.get() != i as i64 + 1 {
-            bail!("expected account ids 1..={n} in a fresh database, found {} at position {i}", u.caller.user_id);
+            bail!(
+                "expected account ids 1..={n} in a fresh database, found {} at position {i}",
+                u.caller.user_id
+            );
         }
     }
     Ok(users)
@@ -92,7 +124,11 @@ async fn login_users(app: &App, n: usize) -> anyhow::Result<Vec<BenchUser>> {
     // Created one by one so that ids are 1..=n; then devices in parallel would not matter.
     for i in 1..=n {
         let r = app
-            .login(Login { phone: phone(i), first_name: format!("Bench{i}"), last_name: String::new() })
+            .login(Login {
+                phone: phone(i),
+                first_name: format!("Bench{i}"),
+                last_name: String::new(),
+            })
             .await
             .map_err(|e| anyhow!("login of bench user {i}: {e:?}"))?;
         let caller = app
@@ -100,7 +136,10 @@ async fn login_users(app: &App, n: usize) -> anyhow::Result<Vec<BenchUser>> {
             .await
             .map_err(|e| anyhow!("authenticating bench user {i}: {e:?}"))?
             .ok_or_else(|| anyhow!("the token of bench user {i} does not authenticate"))?;
-        out.push(BenchUser { caller, token: r.token });
+        out.push(BenchUser {
+            caller,
+            token: r.token,
+        });
     }
     Ok(out)
 }
@@ -117,11 +156,16 @@ async fn load_users(pool: &PgPool, n: usize) -> anyhow::Result<Vec<BenchUser>> {
     .bind(n64)
     .execute(&mut *tx)
     .await?;
-    sqlx::query("SELECT setval(pg_get_serial_sequence('users', 'id'), $1)").bind(n64).execute(&mut *tx).await?;
-    sqlx::query("INSERT INTO user_sequences (user_id) SELECT g FROM generate_series(1, $1::bigint) g")
+    sqlx::query("SELECT setval(pg_get_serial_sequence('users', 'id'), $1)")
         .bind(n64)
         .execute(&mut *tx)
         .await?;
+    sqlx::query(
+        "INSERT INTO user_sequences (user_id) SELECT g FROM generate_series(1, $1::bigint) g",
+    )
+    .bind(n64)
+    .execute(&mut *tx)
+    .await?;
     let mut ids = Vec::with_capacity(n);
     let mut keys = Vec::with_capacity(n);
     let mut hashes = Vec::with_capacity(n);
@@ -137,7 +181,11 @@ async fn load_users(pool: &PgPool, n: usize) -> anyhow::Result<Vec<BenchUser>> {
         hashes.push(Sha256::digest(token.as_bytes()).to_vec());
         let user_id = UserId::new(i).map_err(|_| anyhow!("user id {i}"))?;
         users.push(BenchUser {
-            caller: Caller { user_id, auth_key_id: AuthKeyId(auth_key_id), session_id: SessionId(auth_key_id) },
+            caller: Caller {
+                user_id,
+                auth_key_id: AuthKeyId(auth_key_id),
+                session_id: SessionId(auth_key_id),
+            },
             token,
         });
     }
@@ -160,8 +208,14 @@ mod tests {
 
     #[test]
     fn database_urls() {
-        assert_eq!(database_url("postgres://postgres@127.0.0.1:5432/postgres", "x"), "postgres://postgres@127.0.0.1:5432/x");
-        assert_eq!(database_url("postgres://u@h:1/postgres?sslmode=disable", "x"), "postgres://u@h:1/x?sslmode=disable");
+        assert_eq!(
+            database_url("postgres://postgres@127.0.0.1:5432/postgres", "x"),
+            "postgres://postgres@127.0.0.1:5432/x"
+        );
+        assert_eq!(
+            database_url("postgres://u@h:1/postgres?sslmode=disable", "x"),
+            "postgres://u@h:1/x?sslmode=disable"
+        );
         assert_eq!(database_url("postgres://u@h:1", "x"), "postgres://u@h:1/x");
     }
 }

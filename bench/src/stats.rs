@@ -27,13 +27,21 @@ impl Default for Recorder {
 impl Recorder {
     pub fn new() -> Self {
         // 3 significant digits over 1 µs .. 5 min; the bounds are constants, so this cannot fail.
-        let hist = Histogram::new_with_bounds(1, MAX_MICROS, 3).expect("constant histogram bounds are valid");
-        Self { hist, ok: 0, errors: 0, first_errors: Vec::new() }
+        let hist = Histogram::new_with_bounds(1, MAX_MICROS, 3)
+            .expect("constant histogram bounds are valid");
+        Self {
+            hist,
+            ok: 0,
+            errors: 0,
+            first_errors: Vec::new(),
+        }
     }
 
     /// Records one call: its latency (successes and failures alike) and its outcome.
     pub fn record(&mut self, latency: Duration, outcome: Result<(), String>) {
-        let micros = u64::try_from(latency.as_micros()).unwrap_or(MAX_MICROS).clamp(1, MAX_MICROS);
+        let micros = u64::try_from(latency.as_micros())
+            .unwrap_or(MAX_MICROS)
+            .clamp(1, MAX_MICROS);
         self.hist.saturating_record(micros);
         match outcome {
             Ok(()) => self.ok += 1,
@@ -73,7 +81,11 @@ impl Recorder {
             errors: self.errors,
             elapsed_s: round3(secs),
             throughput_per_s: round1(self.ok as f64 / secs),
-            mean_ms: round3(if total == 0 { 0.0 } else { self.hist.mean() / 1000.0 }),
+            mean_ms: round3(if total == 0 {
+                0.0
+            } else {
+                self.hist.mean() / 1000.0
+            }),
             p50_ms: round3(ms(0.50)),
             p90_ms: round3(ms(0.90)),
             p99_ms: round3(ms(0.99)),

@@ -47,7 +47,10 @@ const SAMPLE_CAP: usize = 200_000;
 
 impl Tally {
     pub fn new() -> Self {
-        Self { next_random_id: AtomicU64::new(rand::thread_rng().gen_range(1..1u64 << 40)), ..Self::default() }
+        Self {
+            next_random_id: AtomicU64::new(rand::thread_rng().gen_range(1..1u64 << 40)),
+            ..Self::default()
+        }
     }
 
     /// A random_id no other send of the run uses (so no retry semantics kick in by accident).
@@ -56,7 +59,9 @@ impl Tally {
     }
 
     fn remember(&self, sent: Sent) {
-        let Ok(mut sample) = self.sample.lock() else { return };
+        let Ok(mut sample) = self.sample.lock() else {
+            return;
+        };
         if sample.len() < SAMPLE_CAP {
             sample.push(sent);
         } else {
@@ -99,7 +104,10 @@ impl Tally {
 #[derive(Clone)]
 pub enum Front {
     InProcess(App),
-    Http { client: reqwest::Client, base: String },
+    Http {
+        client: reqwest::Client,
+        base: String,
+    },
 }
 
 impl Front {
@@ -124,7 +132,12 @@ impl Workload {
     pub fn new(users: Vec<BenchUser>, keys: AccessHashKey, tally: Arc<Tally>) -> Self {
         // A typical short chat message.
         let text = "benchmark message: the quick brown fox jumps over the lazy dog".to_string();
-        Self { users: Arc::new(users), keys, tally, text: Arc::new(text) }
+        Self {
+            users: Arc::new(users),
+            keys,
+            tally,
+            text: Arc::new(text),
+        }
     }
 
     fn peer(&self, viewer: usize, target: usize) -> InputPeer {
@@ -132,12 +145,18 @@ impl Workload {
         if v == t {
             return InputPeer::SelfPeer;
         }
-        InputPeer::User { user_id: t.get(), access_hash: self.keys.for_pair(v, t) }
+        InputPeer::User {
+            user_id: t.get(),
+            access_hash: self.keys.for_pair(v, t),
+        }
     }
 
     fn peer_json(&self, viewer: usize, target: usize) -> Value {
         match self.peer(viewer, target) {
-            InputPeer::User { user_id, access_hash } => json!({"_": "inputPeerUser", "user_id": user_id, "access_hash": access_hash}),
+            InputPeer::User {
+                user_id,
+                access_hash,
+            } => json!({"_": "inputPeerUser", "user_id": user_id, "access_hash": access_hash}),
             _ => json!({"_": "inputPeerSelf"}),
         }
     }
@@ -145,7 +164,10 @@ impl Workload {
     /// A uniformly random (sender, recipient) pair; the recipient may be the sender (Saved Messages).
     pub fn random_pair(&self) -> (usize, usize) {
         let mut rng = rand::thread_rng();
-        (rng.gen_range(0..self.users.len()), rng.gen_range(0..self.users.len()))
+        (
+            rng.gen_range(0..self.users.len()),
+            rng.gen_range(0..self.users.len()),
+        )
     }
 
     /// `messages.sendMessage`; on success the message is counted and sampled.
@@ -153,7 +175,11 @@ impl Workload {
         let random_id = self.tally.random_id();
         let result = match front {
             Front::InProcess(app) => {
-                let req = send_request(self.peer(sender, recipient), self.text.as_str().to_string(), random_id);
+                let req = send_request(
+                    self.peer(sender, recipient),
+                    self.text.as_str().to_string(),
+                    random_id,
+                );
                 match app.send_message(&self.users[sender].caller, req).await {
                     Ok(Updates::ShortSentMessage { id, pts, .. }) if pts > 0 => Ok(id),
                     Ok(other) => Err(format!("unexpected answer {other:?}")),
@@ -162,10 +188,19 @@ impl Workload {
             }
             Front::Http { client, base } => {
                 let body = json!({"peer": self.peer_json(sender, recipient), "message": self.text.as_str(), "random_id": random_id});
-                match http_call(client, base, &self.users[sender].token, "messages.sendMessage", &body).await {
-                    Ok(v) if v["_"] == "updateShortSentMessage" => {
-                        v["id"].as_i64().and_then(|id| i32::try_from(id).ok()).ok_or_else(|| format!("no id in {v}"))
-                    }
+                match http_call(
+                    client,
+                    base,
+                    &self.users[sender].token,
+                    "messages.sendMessage",
+                    &body,
+                )
+                .await
+                {
+                    Ok(v) if v["_"] == "updateShortSentMessage" => v["id"]
+                        .as_i64()
+                        .and_then(|id| i32::try_from(id).ok())
+                        .ok_or_else(|| format!("no id in {v}")),
                     Ok(v) => Err(format!("unexpected answer {v}")),
                     Err(e) => Err(e),
                 }
@@ -177,7 +212,11 @@ impl Workload {
                 if sender == recipient {
                     self.tally.self_sends_ok.fetch_add(1, Ordering::Relaxed);
                 }
-                self.tally.remember(Sent { sender, recipient, id });
+                self.tally.remember(Sent {
+                    sender,
+                    recipient,
+                    id,
+                });
                 Ok(())
             }
             Err(e) => {
@@ -193,10 +232,24 @@ impl Workload {
     }
 
     /// `updates.getDifference` from `from_pts` (a device `from_pts` events behind reads one slice).
-    pub async fn get_difference(&self, app: &App, user: usize, from_pts: i32) -> Result<(), String> {
-        let req = GetDifference { pts: from_pts, pts_limit: None, pts_total_limit: None, date: 0, qts: 0, qts_limit: None };
+    pub async fn get_difference(
+        &self,
+        app: &App,
+        user: usize,
+        from_pts: i32,
+    ) -> Result<(), String> {
+        let req = GetDifference {
+            pts: from_pts,
+            pts_limit: None,
+            pts_total_limit: None,
+            date: 0,
+            qts: 0,
+            qts_limit: None,
+        };
         match app.get_difference(&self.users[user].caller, req).await {
-            Ok(Difference::Empty { .. } | Difference::Full { .. } | Difference::Slice { .. }) => Ok(()),
+            Ok(Difference::Empty { .. } | Difference::Full { .. } | Difference::Slice { .. }) => {
+                Ok(())
+            }
             Err(e) => self.failed(e),
         }
     }
@@ -238,8 +291,13 @@ impl Workload {
 
     /// `messages.readHistory`: the recipient of a sent message reads the chat up to the end.
     pub async fn read_history(&self, app: &App) -> Result<(), String> {
-        let Some(s) = self.tally.any_sent() else { return Ok(()) };
-        let req = ReadHistory { peer: self.peer(s.recipient, s.sender), max_id: 0 };
+        let Some(s) = self.tally.any_sent() else {
+            return Ok(());
+        };
+        let req = ReadHistory {
+            peer: self.peer(s.recipient, s.sender),
+            max_id: 0,
+        };
         match app.read_history(&self.users[s.recipient].caller, req).await {
             Ok(_) => Ok(()),
             Err(e) => self.failed(e),
@@ -248,7 +306,9 @@ impl Workload {
 
     /// `messages.editMessage` of a message the bench sent, with a new text.
     pub async fn edit_message(&self, app: &App) -> Result<(), String> {
-        let Some(s) = self.tally.take_sent() else { return Ok(()) };
+        let Some(s) = self.tally.take_sent() else {
+            return Ok(());
+        };
         let req = EditMessage {
             no_webpage: false,
             invert_media: false,
@@ -271,8 +331,13 @@ impl Workload {
 
     /// `messages.deleteMessages` (for both sides) of a message the bench sent.
     pub async fn delete_message(&self, app: &App) -> Result<(), String> {
-        let Some(s) = self.tally.take_sent() else { return Ok(()) };
-        let req = DeleteMessages { revoke: true, id: vec![i64::from(s.id)] };
+        let Some(s) = self.tally.take_sent() else {
+            return Ok(());
+        };
+        let req = DeleteMessages {
+            revoke: true,
+            id: vec![i64::from(s.id)],
+        };
         match app.delete_messages(&self.users[s.sender].caller, req).await {
             Ok(_) => Ok(()),
             Err(e) => self.failed(e),
@@ -309,7 +374,13 @@ pub fn send_request(peer: InputPeer, message: String, random_id: i64) -> SendMes
 }
 
 /// One JSON-API call; any non-200 answer is an error.
-pub async fn http_call(client: &reqwest::Client, base: &str, token: &str, method: &str, body: &Value) -> Result<Value, String> {
+pub async fn http_call(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    method: &str,
+    body: &Value,
+) -> Result<Value, String> {
     let resp = client
         .post(format!("{base}/v1/rpc/{method}"))
         .bearer_auth(token)
@@ -318,7 +389,10 @@ pub async fn http_call(client: &reqwest::Client, base: &str, token: &str, method
         .await
         .map_err(|e| format!("{method}: {e}"))?;
     let status = resp.status();
-    let value: Value = resp.json().await.map_err(|e| format!("{method}: reading the answer: {e}"))?;
+    let value: Value = resp
+        .json()
+        .await
+        .map_err(|e| format!("{method}: reading the answer: {e}"))?;
     if status != reqwest::StatusCode::OK {
         return Err(format!("{method}: HTTP {status}: {value}"));
     }

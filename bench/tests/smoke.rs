@@ -19,38 +19,97 @@ async fn quick_run_has_every_phase_and_stays_correct() {
         ..Options::quick()
     };
     let report = run(opts).await.expect("the quick benchmark runs");
-    let failed: Vec<String> = report.checks.iter().filter(|c| !c.ok).map(|c| format!("{} / {}: {}", c.phase, c.name, c.detail)).collect();
+    let failed: Vec<String> = report
+        .checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| format!("{} / {}: {}", c.phase, c.name, c.detail))
+        .collect();
     assert!(failed.is_empty(), "correctness checks failed: {failed:?}");
     assert!(report.correctness_ok);
-    assert!(report.checks.iter().any(|c| c.name == "projections verify" && c.phase == "main"), "verify ran on the main database");
+    assert!(
+        report
+            .checks
+            .iter()
+            .any(|c| c.name == "projections verify" && c.phase == "main"),
+        "verify ran on the main database"
+    );
 
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).expect("JSON written")).expect("valid JSON");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("JSON written"))
+            .expect("valid JSON");
     let _ = std::fs::remove_file(&out);
     let phases = json["phases"].as_array().expect("phases");
-    let phase = |name: &str| phases.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("phase {name} missing: {json}"));
-    for name in ["send_inproc_c2", "send_http_c2", "pgbench_c2", "send_open_loop", "mixed", "scale_1k", "scale_3k"] {
+    let phase = |name: &str| {
+        phases
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("phase {name} missing: {json}"))
+    };
+    for name in [
+        "send_inproc_c2",
+        "send_http_c2",
+        "pgbench_c2",
+        "send_open_loop",
+        "mixed",
+        "scale_1k",
+        "scale_3k",
+    ] {
         let p = phase(name);
         assert_eq!(p["status"], "ok", "{name}: {p}");
         for (op, st) in p["ops"].as_object().expect("ops") {
-            assert!(st["ok"].as_u64().unwrap_or(0) > 0, "{name}/{op} made no successful call: {st}");
+            assert!(
+                st["ok"].as_u64().unwrap_or(0) > 0,
+                "{name}/{op} made no successful call: {st}"
+            );
             assert_eq!(st["errors"], 0, "{name}/{op} had errors: {st}");
             for q in ["p50_ms", "p90_ms", "p99_ms", "p999_ms", "throughput_per_s"] {
-                assert!(st[q].as_f64().is_some_and(|v| v > 0.0), "{name}/{op}.{q}: {st}");
+                assert!(
+                    st[q].as_f64().is_some_and(|v| v > 0.0),
+                    "{name}/{op}.{q}: {st}"
+                );
             }
         }
     }
-    let mixed_ops: Vec<&String> = phase("mixed")["ops"].as_object().expect("ops").keys().collect();
-    for op in ["sendMessage", "getDifference", "getHistory", "getDialogs", "readHistory", "editMessage", "deleteMessages"] {
-        assert!(mixed_ops.iter().any(|o| *o == op), "mixed lacks {op}: {mixed_ops:?}");
+    let mixed_ops: Vec<&String> = phase("mixed")["ops"]
+        .as_object()
+        .expect("ops")
+        .keys()
+        .collect();
+    for op in [
+        "sendMessage",
+        "getDifference",
+        "getHistory",
+        "getDialogs",
+        "readHistory",
+        "editMessage",
+        "deleteMessages",
+    ] {
+        assert!(
+            mixed_ops.iter().any(|o| *o == op),
+            "mixed lacks {op}: {mixed_ops:?}"
+        );
     }
-    for name in ["commit_to_push_inproc", "commit_to_push_kafka", "memory_10k_devices"] {
+    for name in [
+        "commit_to_push_inproc",
+        "commit_to_push_kafka",
+        "memory_10k_devices",
+    ] {
         let p = phase(name);
         assert_eq!(p["status"], "skipped");
         assert_eq!(p["note"], RELAY_SKIP);
     }
-    assert!(json["ratios"].as_array().is_some_and(|r| r.len() == 2), "in-process and HTTP ratios to pgbench: {}", json["ratios"]);
+    assert!(
+        json["ratios"].as_array().is_some_and(|r| r.len() == 4),
+        "in-process and HTTP ratios to pgbench: {}",
+        json["ratios"]
+    );
     assert!(json["targets"].as_array().is_some_and(|t| !t.is_empty()));
     let plans = json["explain"].as_array().expect("explain");
-    assert!(plans.len() >= 15, "every hot-path statement explained: {}", plans.len());
+    assert!(
+        plans.len() >= 15,
+        "every hot-path statement explained: {}",
+        plans.len()
+    );
     assert!(report.markdown().contains("| mixed | getHistory |"));
 }

@@ -49,6 +49,9 @@ mod tests {
         let c = UserId::new(3).unwrap();
         assert!(key.verify(a, b, key.for_pair(a, b)));
         assert_ne!(key.for_pair(a, b), key.for_pair(c, b));
-        assert_ne!(key.for_pair(a, b), AccessHashKey::new(b"k2".to_vec()).for_pair(a, b));
+        assert_ne!(
+            key.for_pair(a, b),
+            AccessHashKey::new(b"k2".to_vec()).for_pair(a, b)
+        );
     }
 }

@@ -52,12 +52,21 @@ impl Entities {
             if has_nul(entity) {
                 return Err(DomainError::EntityInvalid);
             }
-            let kind = obj.get("_").and_then(Value::as_str).ok_or(DomainError::EntityInvalid)?;
+            let kind = obj
+                .get("_")
+                .and_then(Value::as_str)
+                .ok_or(DomainError::EntityInvalid)?;
             if !KNOWN_ENTITIES.contains(&kind) {
                 return Err(DomainError::EntityInvalid);
             }
-            let offset = obj.get("offset").and_then(Value::as_i64).ok_or(DomainError::EntityInvalid)?;
-            let length = obj.get("length").and_then(Value::as_i64).ok_or(DomainError::EntityInvalid)?;
+            let offset = obj
+                .get("offset")
+                .and_then(Value::as_i64)
+                .ok_or(DomainError::EntityInvalid)?;
+            let length = obj
+                .get("length")
+                .and_then(Value::as_i64)
+                .ok_or(DomainError::EntityInvalid)?;
             if offset < 0 || length <= 0 || offset + length > text_utf16_len as i64 {
                 return Err(DomainError::EntityBoundsInvalid);
             }
@@ -95,7 +104,10 @@ mod tests {
         let inside = vec![json!({"_":"messageEntityBold","offset":0,"length":5})];
         assert!(Entities::parse(inside, 5).is_ok());
         let outside = vec![json!({"_":"messageEntityBold","offset":1,"length":5})];
-        assert_eq!(Entities::parse(outside, 5), Err(DomainError::EntityBoundsInvalid));
+        assert_eq!(
+            Entities::parse(outside, 5),
+            Err(DomainError::EntityBoundsInvalid)
+        );
     }
 
     #[test]

@@ -21,7 +21,14 @@ pub struct HistoryWindow {
 }
 
 impl HistoryWindow {
-    pub fn new(offset_id: i32, offset_date: i32, add_offset: i32, limit: i32, max_id: i32, min_id: i32) -> Self {
+    pub fn new(
+        offset_id: i32,
+        offset_date: i32,
+        add_offset: i32,
+        limit: i32,
+        max_id: i32,
+        min_id: i32,
+    ) -> Self {
         Self {
             offset_id: offset_id.max(0),
             offset_date: offset_date.max(0),
@@ -89,8 +96,14 @@ mod tests {
     #[test]
     fn negative_add_offset_splits_the_page() {
         let w = HistoryWindow::new(50, 0, -10, 30, 0, 0);
-        assert_eq!((w.newer_count(), w.older_count(), w.older_skip()), (10, 20, 0));
+        assert_eq!(
+            (w.newer_count(), w.older_count(), w.older_skip()),
+            (10, 20, 0)
+        );
         let w = HistoryWindow::new(50, 0, 5, 30, 0, 0);
-        assert_eq!((w.newer_count(), w.older_count(), w.older_skip()), (0, 30, 5));
+        assert_eq!(
+            (w.newer_count(), w.older_count(), w.older_skip()),
+            (0, 30, 5)
+        );
     }
 }

@@ -42,7 +42,9 @@ impl std::fmt::Display for UserId {
 }
 
 /// A position in one account's update log. `Pts(0)` is "nothing yet".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 pub struct Pts(i32);
 
 impl Pts {
@@ -118,7 +120,10 @@ mod tests {
     fn client_box_ids_outside_int32_or_not_positive_are_dropped() {
         assert_eq!(BoxId::from_client(0), None);
         assert_eq!(BoxId::from_client(-1), None);
-        assert_eq!(BoxId::from_client(i32::MAX as i64).map(BoxId::get), Some(i32::MAX));
+        assert_eq!(
+            BoxId::from_client(i32::MAX as i64).map(BoxId::get),
+            Some(i32::MAX)
+        );
         assert_eq!(BoxId::from_client(i32::MAX as i64 + 1), None);
     }
 

@@ -78,13 +78,22 @@ mod tests {
     #[test]
     fn nul_is_dropped() {
         assert_eq!(MessageText::parse("a\0b".into()).unwrap().as_str(), "ab");
-        assert_eq!(MessageText::parse("\0".into()), Err(DomainError::MessageEmpty));
+        assert_eq!(
+            MessageText::parse("\0".into()),
+            Err(DomainError::MessageEmpty)
+        );
     }
 
     #[test]
     fn blank_text_is_empty() {
-        assert_eq!(MessageText::parse(String::new()), Err(DomainError::MessageEmpty));
-        assert_eq!(MessageText::parse("  \n".into()), Err(DomainError::MessageEmpty));
+        assert_eq!(
+            MessageText::parse(String::new()),
+            Err(DomainError::MessageEmpty)
+        );
+        assert_eq!(
+            MessageText::parse("  \n".into()),
+            Err(DomainError::MessageEmpty)
+        );
     }
 
     #[test]

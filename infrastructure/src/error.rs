@@ -11,7 +11,9 @@ pub fn db_error(e: sqlx::Error) -> StoreError {
 pub fn projection_error(e: ProjectionError) -> StoreError {
     match e {
         ProjectionError::Database(e) => db_error(e),
-        ProjectionError::Decode { .. } | ProjectionError::Corrupt(_) => StoreError::Corrupt(e.to_string()),
+        ProjectionError::Decode { .. } | ProjectionError::Corrupt(_) => {
+            StoreError::Corrupt(e.to_string())
+        }
         ProjectionError::Encode { .. } => StoreError::Bug(e.to_string()),
     }
 }

@@ -48,13 +48,20 @@ pub struct RedisRateLimiter {
 
 impl RedisRateLimiter {
     /// Parses the URL; the connection is made on first use (so a server starts while Redis is down).
-    pub fn new(url: &str, prefix: impl Into<String>, limit_per_minute: u32) -> Result<Self, redis::RedisError> {
+    pub fn new(
+        url: &str,
+        prefix: impl Into<String>,
+        limit_per_minute: u32,
+    ) -> Result<Self, redis::RedisError> {
         Ok(Self {
             client: redis::Client::open(url)?,
             prefix: prefix.into(),
             limit_per_minute,
             script: Script::new(COUNT_SCRIPT),
-            connection: Mutex::new(Connection { manager: None, last_attempt: None }),
+            connection: Mutex::new(Connection {
+                manager: None,
+                last_attempt: None,
+            }),
         })
     }
 
@@ -64,7 +71,10 @@ impl RedisRateLimiter {
             return Ok(());
         }
         let window_start = now - now % WINDOW_SECS;
-        let key = format!("{}ratelimit:messages:send:{}:{}", self.prefix, user, window_start);
+        let key = format!(
+            "{}ratelimit:messages:send:{}:{}",
+            self.prefix, user, window_start
+        );
         let count = match tokio::time::timeout(CALL_TIMEOUT, self.count(&key, sends)).await {
             Ok(Ok(Some(count))) => count,
             // Already logged, or a connection attempt is backing off: allow.
@@ -91,7 +101,13 @@ impl RedisRateLimiter {
             return Ok(None);
         };
         let ttl = WINDOW_SECS * 2;
-        self.script.key(key).arg(sends).arg(ttl).invoke_async(&mut conn).await.map(Some)
+        self.script
+            .key(key)
+            .arg(sends)
+            .arg(ttl)
+            .invoke_async(&mut conn)
+            .await
+            .map(Some)
     }
 
     /// The shared connection (the manager reconnects by itself once it exists).
@@ -100,7 +116,10 @@ impl RedisRateLimiter {
         if let Some(m) = &state.manager {
             return Some(m.clone());
         }
-        if state.last_attempt.is_some_and(|t| t.elapsed() < RECONNECT_BACKOFF) {
+        if state
+            .last_attempt
+            .is_some_and(|t| t.elapsed() < RECONNECT_BACKOFF)
+        {
             return None;
         }
         state.last_attempt = Some(Instant::now());
@@ -124,7 +143,10 @@ impl RedisRateLimiter {
 #[async_trait]
 impl RateLimiter for RedisRateLimiter {
     async fn check_send(&self, user: UserId, sends: u32) -> Result<(), u32> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
         self.check_send_at(user, sends, now).await
     }
 }

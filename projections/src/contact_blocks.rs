@@ -9,7 +9,12 @@ use crate::ProjectionError;
 pub const NAME: &str = "contact_blocks";
 pub const VERSION: i32 = 1;
 
-pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
+pub async fn apply(
+    conn: &mut PgConnection,
+    owner: UserId,
+    _pts: Pts,
+    event: &UserEvent,
+) -> Result<(), ProjectionError> {
     let UserEvent::PeerBlocked(e) = event else {
         return Ok(());
     };

@@ -9,7 +9,12 @@ use crate::ProjectionError;
 pub const NAME: &str = "contacts";
 pub const VERSION: i32 = 1;
 
-pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
+pub async fn apply(
+    conn: &mut PgConnection,
+    owner: UserId,
+    _pts: Pts,
+    event: &UserEvent,
+) -> Result<(), ProjectionError> {
     match event {
         UserEvent::ContactSaved(e) => {
             // Renaming keeps the date the contact was first saved; an import marks it imported.
@@ -38,10 +43,12 @@ pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &Us
                 .await?;
         }
         UserEvent::ContactsReset(_) => {
-            sqlx::query("UPDATE contacts SET imported = false WHERE owner_user_id = $1 AND imported")
-                .bind(owner.get())
-                .execute(conn)
-                .await?;
+            sqlx::query(
+                "UPDATE contacts SET imported = false WHERE owner_user_id = $1 AND imported",
+            )
+            .bind(owner.get())
+            .execute(conn)
+            .await?;
         }
         _ => {}
     }

@@ -10,7 +10,12 @@ use crate::ProjectionError;
 pub const NAME: &str = "dialog_filter_settings";
 pub const VERSION: i32 = 1;
 
-pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
+pub async fn apply(
+    conn: &mut PgConnection,
+    owner: UserId,
+    _pts: Pts,
+    event: &UserEvent,
+) -> Result<(), ProjectionError> {
     match event {
         UserEvent::DialogFilter(e) if e.filter.is_some() => {
             sqlx::query(

@@ -13,7 +13,12 @@ use crate::{box_ids, ProjectionError};
 pub const NAME: &str = "dialogs";
 pub const VERSION: i32 = 2;
 
-pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
+pub async fn apply(
+    conn: &mut PgConnection,
+    owner: UserId,
+    _pts: Pts,
+    event: &UserEvent,
+) -> Result<(), ProjectionError> {
     match event {
         UserEvent::NewMessage(e) => new_message(conn, owner, &e.message).await,
         UserEvent::DeleteMessages(e) => delete_messages(conn, owner, e).await,
@@ -85,12 +90,14 @@ pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &Us
             Ok(())
         }
         UserEvent::DialogUnreadMark(e) => {
-            sqlx::query("UPDATE dialogs SET unread_mark = $3 WHERE user_id = $1 AND peer_user_id = $2")
-                .bind(owner.get())
-                .bind(e.peer_id.get())
-                .bind(e.unread)
-                .execute(conn)
-                .await?;
+            sqlx::query(
+                "UPDATE dialogs SET unread_mark = $3 WHERE user_id = $1 AND peer_user_id = $2",
+            )
+            .bind(owner.get())
+            .bind(e.peer_id.get())
+            .bind(e.unread)
+            .execute(conn)
+            .await?;
             Ok(())
         }
         UserEvent::FolderPeers(e) => {
@@ -124,7 +131,11 @@ pub async fn apply(conn: &mut PgConnection, owner: UserId, _pts: Pts, event: &Us
 
 /// Creates the dialog (again, in folder 0, if it had been removed) or moves its top message up.
 /// Every SET expression sees the row as it was, so the comparisons use the old top message.
-async fn new_message(conn: &mut PgConnection, owner: UserId, m: &OwnerMessage) -> Result<(), ProjectionError> {
+async fn new_message(
+    conn: &mut PgConnection,
+    owner: UserId,
+    m: &OwnerMessage,
+) -> Result<(), ProjectionError> {
     sqlx::query(
         "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count) \
          VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN 0 ELSE 1 END) \
@@ -145,7 +156,11 @@ async fn new_message(conn: &mut PgConnection, owner: UserId, m: &OwnerMessage) -
     Ok(())
 }
 
-async fn delete_messages(conn: &mut PgConnection, owner: UserId, e: &DeleteMessages) -> Result<(), ProjectionError> {
+async fn delete_messages(
+    conn: &mut PgConnection,
+    owner: UserId,
+    e: &DeleteMessages,
+) -> Result<(), ProjectionError> {
     // The boxes are already marked deleted (message_boxes ran first) but still say which chat they
     // were in.
     let mut peers: Vec<i64> = sqlx::query_scalar(

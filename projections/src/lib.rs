@@ -102,7 +102,9 @@ impl Projection {
             Projection::Dialogs => dialogs::apply(conn, owner, pts, event).await,
             Projection::ContactBlocks => contact_blocks::apply(conn, owner, pts, event).await,
             Projection::DialogFilters => dialog_filters::apply(conn, owner, pts, event).await,
-            Projection::DialogFilterSettings => dialog_filter_settings::apply(conn, owner, pts, event).await,
+            Projection::DialogFilterSettings => {
+                dialog_filter_settings::apply(conn, owner, pts, event).await
+            }
             Projection::Contacts => contacts::apply(conn, owner, pts, event).await,
             Projection::PeerSettings => peer_settings::apply(conn, owner, pts, event).await,
         }
@@ -110,7 +112,12 @@ impl Projection {
 }
 
 /// Applies one event of `owner`'s log, at `pts`, to every read model in dependency order.
-pub async fn apply(conn: &mut PgConnection, owner: UserId, pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
+pub async fn apply(
+    conn: &mut PgConnection,
+    owner: UserId,
+    pts: Pts,
+    event: &UserEvent,
+) -> Result<(), ProjectionError> {
     for projection in Projection::ALL {
         projection.apply(conn, owner, pts, event).await?;
     }
@@ -119,7 +126,11 @@ pub async fn apply(conn: &mut PgConnection, owner: UserId, pts: Pts, event: &Use
 
 /// The projection tables as one comma-separated list, in dependency order (for LOCK and TRUNCATE).
 pub(crate) fn table_list() -> String {
-    Projection::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+    Projection::ALL
+        .iter()
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub(crate) fn box_ids(ids: &[domain::BoxId]) -> Vec<i32> {

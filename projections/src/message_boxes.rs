@@ -10,7 +10,12 @@ use crate::{box_ids, ProjectionError};
 pub const NAME: &str = "message_boxes";
 pub const VERSION: i32 = 1;
 
-pub async fn apply(conn: &mut PgConnection, owner: UserId, pts: Pts, event: &UserEvent) -> Result<(), ProjectionError> {
+pub async fn apply(
+    conn: &mut PgConnection,
+    owner: UserId,
+    pts: Pts,
+    event: &UserEvent,
+) -> Result<(), ProjectionError> {
     match event {
         UserEvent::NewMessage(e) => insert(conn, owner, pts, &e.message).await,
         UserEvent::EditMessage(e) => edit(conn, owner, &e.message).await,
@@ -30,7 +35,9 @@ pub async fn apply(conn: &mut PgConnection, owner: UserId, pts: Pts, event: &Use
                 .await?;
             Ok(())
         }
-        UserEvent::ReadHistoryInbox(_) | UserEvent::ReadHistoryOutbox(_) | UserEvent::PeerBlocked(_) => Ok(()),
+        UserEvent::ReadHistoryInbox(_)
+        | UserEvent::ReadHistoryOutbox(_)
+        | UserEvent::PeerBlocked(_) => Ok(()),
         // Dialog organization does not touch the boxes.
         UserEvent::DialogPinned(_)
         | UserEvent::PinnedDialogs(_)
@@ -46,7 +53,12 @@ pub async fn apply(conn: &mut PgConnection, owner: UserId, pts: Pts, event: &Use
     }
 }
 
-async fn insert(conn: &mut PgConnection, owner: UserId, pts: Pts, m: &OwnerMessage) -> Result<(), ProjectionError> {
+async fn insert(
+    conn: &mut PgConnection,
+    owner: UserId,
+    pts: Pts,
+    m: &OwnerMessage,
+) -> Result<(), ProjectionError> {
     let (reply_to, fwd_from) = headers(m)?;
     sqlx::query(
         "INSERT INTO message_boxes (owner_user_id, box_id, peer_user_id, message_id, sender_user_id, outgoing, \
@@ -77,7 +89,11 @@ async fn insert(conn: &mut PgConnection, owner: UserId, pts: Pts, m: &OwnerMessa
 
 /// The payload of an edit is the whole message after it, so the editable columns are simply taken
 /// from it. The box keeps the pts of the event that created it (retries of a send answer with it).
-async fn edit(conn: &mut PgConnection, owner: UserId, m: &OwnerMessage) -> Result<(), ProjectionError> {
+async fn edit(
+    conn: &mut PgConnection,
+    owner: UserId,
+    m: &OwnerMessage,
+) -> Result<(), ProjectionError> {
     let (reply_to, fwd_from) = headers(m)?;
     sqlx::query(
         "UPDATE message_boxes SET text = $3, entities = $4, edit_date = $5, reply_to = $6, fwd_from = $7 \
@@ -103,12 +119,18 @@ fn headers(m: &OwnerMessage) -> Result<Headers, ProjectionError> {
         .as_ref()
         .map(serde_json::to_value)
         .transpose()
-        .map_err(|source| ProjectionError::Encode { what: "reply_to", source })?;
+        .map_err(|source| ProjectionError::Encode {
+            what: "reply_to",
+            source,
+        })?;
     let fwd_from = m
         .fwd_from
         .as_ref()
         .map(serde_json::to_value)
         .transpose()
-        .map_err(|source| ProjectionError::Encode { what: "fwd_from", source })?;
+        .map_err(|source| ProjectionError::Encode {
+            what: "fwd_from",
+            source,
+        })?;
     Ok((reply_to, fwd_from))
 }

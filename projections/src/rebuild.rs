@@ -34,15 +34,22 @@ pub async fn rebuild_all(pool: &PgPool) -> Result<RebuildReport, ProjectionError
 /// tables, ACCESS EXCLUSIVE (what TRUNCATE needs, so there is no lock upgrade later). In that order
 /// no writer can hold one projection table while waiting for another we hold: no deadlock.
 pub(crate) async fn lock_for_replay(conn: &mut PgConnection) -> Result<(), ProjectionError> {
-    sqlx::query("LOCK TABLE user_sequences IN EXCLUSIVE MODE").execute(&mut *conn).await?;
-    sqlx::query(&format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", table_list()))
+    sqlx::query("LOCK TABLE user_sequences IN EXCLUSIVE MODE")
         .execute(&mut *conn)
         .await?;
+    sqlx::query(&format!(
+        "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
+        table_list()
+    ))
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }
 
 pub(crate) async fn truncate_projections(conn: &mut PgConnection) -> Result<(), ProjectionError> {
-    sqlx::query(&format!("TRUNCATE {}", table_list())).execute(&mut *conn).await?;
+    sqlx::query(&format!("TRUNCATE {}", table_list()))
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
@@ -72,14 +79,22 @@ pub async fn replay_log(conn: &mut PgConnection) -> Result<u64, ProjectionError>
             let payload: serde_json::Value = row.try_get("payload")?;
             let owner = UserId::new(user_id)
                 .map_err(|_| ProjectionError::Corrupt(format!("log row with user_id {user_id}")))?;
-            let at = Pts::new(pts)
-                .ok_or_else(|| ProjectionError::Corrupt(format!("log row of user {user_id} with pts {pts}")))?;
-            let event = UserEvent::decode(&kind, version, payload)
-                .map_err(|source| ProjectionError::Decode { user_id, pts, source })?;
+            let at = Pts::new(pts).ok_or_else(|| {
+                ProjectionError::Corrupt(format!("log row of user {user_id} with pts {pts}"))
+            })?;
+            let event = UserEvent::decode(&kind, version, payload).map_err(|source| {
+                ProjectionError::Decode {
+                    user_id,
+                    pts,
+                    source,
+                }
+            })?;
             apply(&mut *conn, owner, at, &event).await?;
             applied += 1;
         }
     }
-    sqlx::query("CLOSE ptslog_replay").execute(&mut *conn).await?;
+    sqlx::query("CLOSE ptslog_replay")
+        .execute(&mut *conn)
+        .await?;
     Ok(applied)
 }

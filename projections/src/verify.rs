@@ -46,12 +46,18 @@ pub async fn verify(pool: &PgPool) -> Result<VerifyReport, ProjectionError> {
     check_pts_density(&mut tx, &mut report).await?;
     check_sequences(&mut tx, &mut report).await?;
     check_box_density(&mut tx, &mut report).await?;
-    report.tables_checked.extend(["user_update_events".to_string(), "user_sequences".to_string()]);
+    report.tables_checked.extend([
+        "user_update_events".to_string(),
+        "user_sequences".to_string(),
+    ]);
 
     for p in Projection::ALL {
-        sqlx::query(&format!("CREATE TEMP TABLE live_{0} ON COMMIT DROP AS SELECT * FROM {0}", p.name()))
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(&format!(
+            "CREATE TEMP TABLE live_{0} ON COMMIT DROP AS SELECT * FROM {0}",
+            p.name()
+        ))
+        .execute(&mut *tx)
+        .await?;
     }
     truncate_projections(&mut tx).await?;
     report.events_replayed = replay_log(&mut tx).await?;
@@ -64,7 +70,10 @@ pub async fn verify(pool: &PgPool) -> Result<VerifyReport, ProjectionError> {
 }
 
 /// Each event must start right where the previous one of its user ended (the first at 0).
-async fn check_pts_density(conn: &mut PgConnection, report: &mut VerifyReport) -> Result<(), ProjectionError> {
+async fn check_pts_density(
+    conn: &mut PgConnection,
+    report: &mut VerifyReport,
+) -> Result<(), ProjectionError> {
     let rows = sqlx::query(
         "SELECT user_id, pts, pts_count, prev, count(*) OVER () AS total FROM ( \
            SELECT user_id, pts, pts_count, lag(pts, 1, 0) OVER (PARTITION BY user_id ORDER BY pts) AS prev \
@@ -78,8 +87,12 @@ async fn check_pts_density(conn: &mut PgConnection, report: &mut VerifyReport) -
     let mut described = Vec::new();
     for row in rows {
         total = row.try_get::<i64, _>("total")?;
-        let (user, pts, count, prev): (i64, i32, i32, i32) =
-            (row.try_get("user_id")?, row.try_get("pts")?, row.try_get("pts_count")?, row.try_get("prev")?);
+        let (user, pts, count, prev): (i64, i32, i32, i32) = (
+            row.try_get("user_id")?,
+            row.try_get("pts")?,
+            row.try_get("pts_count")?,
+            row.try_get("prev")?,
+        );
         described.push(format!(
             "user_update_events (user_id={user}, pts={pts}): starts at {} but the previous event ends at {prev}",
             pts - count
@@ -90,7 +103,10 @@ async fn check_pts_density(conn: &mut PgConnection, report: &mut VerifyReport) -
 }
 
 /// The allocator's pts must be the last event's pts (0 with no events).
-async fn check_sequences(conn: &mut PgConnection, report: &mut VerifyReport) -> Result<(), ProjectionError> {
+async fn check_sequences(
+    conn: &mut PgConnection,
+    report: &mut VerifyReport,
+) -> Result<(), ProjectionError> {
     let rows = sqlx::query(
         "WITH last AS (SELECT user_id, max(pts) AS pts FROM user_update_events GROUP BY user_id) \
          SELECT COALESCE(s.user_id, l.user_id) AS user_id, s.pts AS seq_pts, l.pts AS log_pts, \
@@ -119,7 +135,10 @@ async fn check_sequences(conn: &mut PgConnection, report: &mut VerifyReport) -> 
 }
 
 /// Each owner's boxes must be exactly 1..=user_sequences.box_id: none missing, none beyond.
-async fn check_box_density(conn: &mut PgConnection, report: &mut VerifyReport) -> Result<(), ProjectionError> {
+async fn check_box_density(
+    conn: &mut PgConnection,
+    report: &mut VerifyReport,
+) -> Result<(), ProjectionError> {
     let rows = sqlx::query(
         "SELECT s.user_id, g.box_id, count(*) OVER () AS total \
          FROM user_sequences s CROSS JOIN LATERAL generate_series(1, s.box_id) AS g(box_id) \
@@ -134,7 +153,9 @@ async fn check_box_density(conn: &mut PgConnection, report: &mut VerifyReport) -
     for row in rows {
         total = row.try_get::<i64, _>("total")?;
         let (user, box_id): (i64, i32) = (row.try_get("user_id")?, row.try_get("box_id")?);
-        described.push(format!("message_boxes (owner_user_id={user}, box_id={box_id}): allocated but missing"));
+        described.push(format!(
+            "message_boxes (owner_user_id={user}, box_id={box_id}): allocated but missing"
+        ));
     }
     report.add(total, described);
 
@@ -162,7 +183,11 @@ async fn check_box_density(conn: &mut PgConnection, report: &mut VerifyReport) -
 }
 
 /// Live rows (copied aside) against replayed rows, joined on the primary key.
-async fn compare(conn: &mut PgConnection, p: Projection, report: &mut VerifyReport) -> Result<(), ProjectionError> {
+async fn compare(
+    conn: &mut PgConnection,
+    p: Projection,
+    report: &mut VerifyReport,
+) -> Result<(), ProjectionError> {
     let [k1, k2] = p.key_columns();
     let table = p.name();
     let rows = sqlx::query(&format!(
@@ -182,7 +207,10 @@ async fn compare(conn: &mut PgConnection, p: Projection, report: &mut VerifyRepo
         let (a, b): (i64, i64) = (row.try_get("k1")?, row.try_get("k2")?);
         let live: Option<serde_json::Value> = row.try_get("live")?;
         let replayed: Option<serde_json::Value> = row.try_get("replayed")?;
-        described.push(format!("{table} ({k1}={a}, {k2}={b}): {}", describe(live, replayed)));
+        described.push(format!(
+            "{table} ({k1}={a}, {k2}={b}): {}",
+            describe(live, replayed)
+        ));
     }
     report.add(total, described);
     Ok(())

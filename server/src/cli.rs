@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "ptslog", version, about = "Event-sourced Telegram-compatible messaging backend")]
+#[command(
+    name = "ptslog",
+    version,
+    about = "Event-sourced Telegram-compatible messaging backend"
+)]
 pub struct Cli {
     /// A KEY=VALUE file with settings the environment does not set.
     #[arg(long, global = true)]

@@ -51,9 +51,12 @@ impl Config {
     /// Reads the environment, then the optional file.
     pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
         let mut vars: HashMap<String, String> = HashMap::new();
-        let file = file.map(Path::to_path_buf).or_else(|| std::env::var_os("PTSLOG_CONFIG").map(Into::into));
+        let file = file
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("PTSLOG_CONFIG").map(Into::into));
         if let Some(path) = file {
-            let text = std::fs::read_to_string(&path).with_context(|| format!("reading config file {}", path.display()))?;
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading config file {}", path.display()))?;
             for (n, line) in text.lines().enumerate() {
                 let line = line.trim();
                 if line.is_empty() || line.starts_with('#') {
@@ -82,11 +85,20 @@ impl Config {
             }
         };
         Ok(Self {
-            database_url: get("DATABASE_URL").unwrap_or(DEFAULT_DATABASE_URL).to_string(),
-            db_max_connections: get("PTSLOG_DB_MAX_CONNECTIONS").map(str::parse).transpose().context("PTSLOG_DB_MAX_CONNECTIONS")?.unwrap_or(32),
+            database_url: get("DATABASE_URL")
+                .unwrap_or(DEFAULT_DATABASE_URL)
+                .to_string(),
+            db_max_connections: get("PTSLOG_DB_MAX_CONNECTIONS")
+                .map(str::parse)
+                .transpose()
+                .context("PTSLOG_DB_MAX_CONNECTIONS")?
+                .unwrap_or(32),
             redis_url: get("REDIS_URL").unwrap_or(DEFAULT_REDIS_URL).to_string(),
             redis_prefix: get("PTSLOG_REDIS_PREFIX").unwrap_or("").to_string(),
-            http_addr: get("PTSLOG_HTTP_ADDR").unwrap_or(DEFAULT_HTTP_ADDR).parse().context("PTSLOG_HTTP_ADDR")?,
+            http_addr: get("PTSLOG_HTTP_ADDR")
+                .unwrap_or(DEFAULT_HTTP_ADDR)
+                .parse()
+                .context("PTSLOG_HTTP_ADDR")?,
             send_rate_per_minute: get("PTSLOG_SEND_RATE_PER_MINUTE")
                 .map(str::parse)
                 .transpose()
@@ -94,10 +106,20 @@ impl Config {
                 .unwrap_or(domain::limits::DEFAULT_SEND_RATE_PER_MINUTE),
             dev_login: parse_bool("PTSLOG_DEV_LOGIN", true)?,
             kafka_brokers: get("KAFKA_BROKERS").map(str::to_string),
-            kafka_topic: get("PTSLOG_KAFKA_TOPIC").unwrap_or(infrastructure::kafka::DEFAULT_TOPIC).to_string(),
-            kafka_group: get("PTSLOG_KAFKA_GROUP").unwrap_or(infrastructure::kafka::DEFAULT_GROUP).to_string(),
-            kafka_partitions: match get("PTSLOG_KAFKA_PARTITIONS").map(str::parse::<i32>).transpose().context("PTSLOG_KAFKA_PARTITIONS")? {
-                Some(n) if n < 1 => return Err(anyhow!("PTSLOG_KAFKA_PARTITIONS must be at least 1")),
+            kafka_topic: get("PTSLOG_KAFKA_TOPIC")
+                .unwrap_or(infrastructure::kafka::DEFAULT_TOPIC)
+                .to_string(),
+            kafka_group: get("PTSLOG_KAFKA_GROUP")
+                .unwrap_or(infrastructure::kafka::DEFAULT_GROUP)
+                .to_string(),
+            kafka_partitions: match get("PTSLOG_KAFKA_PARTITIONS")
+                .map(str::parse::<i32>)
+                .transpose()
+                .context("PTSLOG_KAFKA_PARTITIONS")?
+            {
+                Some(n) if n < 1 => {
+                    return Err(anyhow!("PTSLOG_KAFKA_PARTITIONS must be at least 1"))
+                }
                 Some(n) => n,
                 None => infrastructure::kafka::DEFAULT_PARTITIONS,
             },
@@ -105,11 +127,17 @@ impl Config {
             relay_slot: {
                 let slot = get("PTSLOG_RELAY_SLOT").unwrap_or(infrastructure::relay::DEFAULT_SLOT);
                 if !infrastructure::relay::slot::valid_slot_name(slot) {
-                    return Err(anyhow!("PTSLOG_RELAY_SLOT: {slot:?} must be 1-63 characters of a-z, 0-9 and _"));
+                    return Err(anyhow!(
+                        "PTSLOG_RELAY_SLOT: {slot:?} must be 1-63 characters of a-z, 0-9 and _"
+                    ));
                 }
                 slot.to_string()
             },
-            push_buffer: match get("PTSLOG_PUSH_BUFFER").map(str::parse::<usize>).transpose().context("PTSLOG_PUSH_BUFFER")? {
+            push_buffer: match get("PTSLOG_PUSH_BUFFER")
+                .map(str::parse::<usize>)
+                .transpose()
+                .context("PTSLOG_PUSH_BUFFER")?
+            {
                 Some(0) => return Err(anyhow!("PTSLOG_PUSH_BUFFER must be at least 1")),
                 Some(n) => n,
                 None => 256,
@@ -143,7 +171,10 @@ mod tests {
     fn push_settings() {
         let c = Config::from_vars(&HashMap::new()).unwrap();
         assert_eq!(c.kafka_brokers, None);
-        assert_eq!((c.kafka_topic.as_str(), c.kafka_group.as_str()), ("ptslog.user-updates", "ptslog-gateway"));
+        assert_eq!(
+            (c.kafka_topic.as_str(), c.kafka_group.as_str()),
+            ("ptslog.user-updates", "ptslog-gateway")
+        );
         assert!(c.relay);
         assert_eq!(c.relay_slot, "ptslog_relay");
         let vars = HashMap::from([
@@ -155,8 +186,15 @@ mod tests {
         assert_eq!(c.kafka_brokers.as_deref(), Some("127.0.0.1:9092"));
         assert!(!c.relay);
         assert_eq!(c.relay_slot, "relay_2");
-        for (k, v) in [("PTSLOG_RELAY_SLOT", "Bad-Name"), ("PTSLOG_PUSH_BUFFER", "0"), ("PTSLOG_RELAY", "maybe")] {
-            assert!(Config::from_vars(&HashMap::from([(k.to_string(), v.to_string())])).is_err(), "{k}={v}");
+        for (k, v) in [
+            ("PTSLOG_RELAY_SLOT", "Bad-Name"),
+            ("PTSLOG_PUSH_BUFFER", "0"),
+            ("PTSLOG_RELAY", "maybe"),
+        ] {
+            assert!(
+                Config::from_vars(&HashMap::from([(k.to_string(), v.to_string())])).is_err(),
+                "{k}={v}"
+            );
         }
     }
 }

@@ -39,7 +39,10 @@ pub struct RelayControl {
 
 impl RelayControl {
     pub fn new(relay: Relay) -> Self {
-        Self { relay: Arc::new(relay), running: Mutex::new(None) }
+        Self {
+            relay: Arc::new(relay),
+            running: Mutex::new(None),
+        }
     }
 
     pub fn status(&self) -> &Arc<RelayStatus> {
@@ -49,7 +52,10 @@ impl RelayControl {
     /// Starts the relay candidate unless it runs.
     pub fn start(&self) {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        if running.as_ref().is_some_and(|(_, task)| !task.is_finished()) {
+        if running
+            .as_ref()
+            .is_some_and(|(_, task)| !task.is_finished())
+        {
             return;
         }
         let (stop, stopped) = watch::channel(false);
@@ -60,14 +66,23 @@ impl RelayControl {
 
     /// Ends the task at once, as a crash would: nothing in flight is confirmed.
     pub fn kill(&self) {
-        if let Some((_, task)) = self.running.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some((_, task)) = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
             task.abort();
         }
     }
 
     /// Asks the relay to stop cleanly (the replication stream ends, the slot is free) and waits.
     pub async fn stop(&self) {
-        let running = self.running.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if let Some((stop, task)) = running {
             let _ = stop.send(true);
             let _ = task.await;
@@ -94,11 +109,19 @@ impl Feed {
         let mut feed = Feed::default();
         if config.relay {
             let sink: Arc<dyn RecordSink> = match &config.kafka_brokers {
-                Some(brokers) => Arc::new(KafkaSink::new(kafka_config(config, brokers), relay_status.clone())),
+                Some(brokers) => Arc::new(KafkaSink::new(
+                    kafka_config(config, brokers),
+                    relay_status.clone(),
+                )),
                 None => Arc::new(LocalSink::new(gateway.fanout.clone())),
             };
-            let relay_config = RelayConfig::new(config.database_url.clone(), config.relay_slot.clone())?;
-            let control = Arc::new(RelayControl::new(Relay::new(relay_config, sink, relay_status)));
+            let relay_config =
+                RelayConfig::new(config.database_url.clone(), config.relay_slot.clone())?;
+            let control = Arc::new(RelayControl::new(Relay::new(
+                relay_config,
+                sink,
+                relay_status,
+            )));
             control.start();
             feed.relay = Some(control);
         }

@@ -8,7 +8,11 @@ use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt().with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"))).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
     match run().await {
         Ok(code) => code,
         Err(e) => {
@@ -51,7 +55,10 @@ async fn run() -> anyhow::Result<ExitCode> {
             match command {
                 ProjectionsCommand::Rebuild => {
                     let report = projections::rebuild::rebuild_all(&pool).await?;
-                    println!("rebuilt every projection from {} events", report.events_applied);
+                    println!(
+                        "rebuilt every projection from {} events",
+                        report.events_applied
+                    );
                     Ok(ExitCode::SUCCESS)
                 }
                 ProjectionsCommand::Verify => {
@@ -65,7 +72,11 @@ async fn run() -> anyhow::Result<ExitCode> {
                     for d in &report.differences {
                         println!("  {d}");
                     }
-                    Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+                    Ok(if report.is_clean() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    })
                 }
             }
         }

@@ -9,38 +9,120 @@ use infrastructure::relay::Role;
 use crate::http::ops::Ops;
 
 fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+    );
 }
 
 pub fn render(ops: &Ops) -> String {
     let mut out = String::new();
     let relay = &ops.relay;
     let role = relay.role();
-    metric(&mut out, "ptslog_relay_leader", "gauge", "1 while this process's relay holds the leader lock and streams.", u8::from(role == Role::Leader));
-    metric(&mut out, "ptslog_relay_failed", "gauge", "1 while the relay cannot run as configured (see /healthz/relay).", u8::from(role == Role::Failed));
+    metric(
+        &mut out,
+        "ptslog_relay_leader",
+        "gauge",
+        "1 while this process's relay holds the leader lock and streams.",
+        u8::from(role == Role::Leader),
+    );
+    metric(
+        &mut out,
+        "ptslog_relay_failed",
+        "gauge",
+        "1 while the relay cannot run as configured (see /healthz/relay).",
+        u8::from(role == Role::Failed),
+    );
     metric(&mut out, "ptslog_relay_lag_bytes", "gauge", "WAL bytes between the newest position Postgres reported and the relay's confirmed position.", relay.lag_bytes());
     metric(&mut out, "ptslog_relay_lag_seconds", "gauge", "Age of the oldest committed transaction the relay read but the sink has not yet acknowledged.", relay.lag_seconds());
-    metric(&mut out, "ptslog_relay_confirmed_lsn", "gauge", "The WAL position (as a number) confirmed to the replication slot.", relay.confirmed_lsn().as_u64());
-    metric(&mut out, "ptslog_relay_records_produced_total", "counter", "Log records handed to the sink.", relay.records_produced());
-    metric(&mut out, "ptslog_relay_produce_errors_total", "counter", "Failed hand-overs or deliveries to the sink (each restarts the relay session).", relay.produce_errors());
+    metric(
+        &mut out,
+        "ptslog_relay_confirmed_lsn",
+        "gauge",
+        "The WAL position (as a number) confirmed to the replication slot.",
+        relay.confirmed_lsn().as_u64(),
+    );
+    metric(
+        &mut out,
+        "ptslog_relay_records_produced_total",
+        "counter",
+        "Log records handed to the sink.",
+        relay.records_produced(),
+    );
+    metric(
+        &mut out,
+        "ptslog_relay_produce_errors_total",
+        "counter",
+        "Failed hand-overs or deliveries to the sink (each restarts the relay session).",
+        relay.produce_errors(),
+    );
     if let Some(consumer) = &ops.consumer {
         let h = consumer.health();
-        metric(&mut out, "ptslog_consumer_records_total", "counter", "Log records consumed from Kafka.", h.records);
-        metric(&mut out, "ptslog_consumer_errors_total", "counter", "Kafka consumer errors (broker unreachable, …).", h.errors);
-        metric(&mut out, "ptslog_consumer_partitions", "gauge", "Partitions assigned to this instance's consumer.", h.partitions);
+        metric(
+            &mut out,
+            "ptslog_consumer_records_total",
+            "counter",
+            "Log records consumed from Kafka.",
+            h.records,
+        );
+        metric(
+            &mut out,
+            "ptslog_consumer_errors_total",
+            "counter",
+            "Kafka consumer errors (broker unreachable, …).",
+            h.errors,
+        );
+        metric(
+            &mut out,
+            "ptslog_consumer_partitions",
+            "gauge",
+            "Partitions assigned to this instance's consumer.",
+            h.partitions,
+        );
     }
     if let Some(gateway) = &ops.gateway {
         let m = &gateway.metrics;
-        metric(&mut out, "ptslog_devices_online", "gauge", "Devices connected to GET /v1/updates on this instance.", gateway.hub.devices_online());
-        metric(&mut out, "ptslog_fanout_pushes_total", "counter", "Frames written to devices.", m.pushes.load(Ordering::Relaxed));
-        metric(&mut out, "ptslog_fanout_too_long_total", "counter", "Devices sent updatesTooLong because their buffer was full.", m.too_long.load(Ordering::Relaxed));
-        metric(&mut out, "ptslog_fanout_duplicates_total", "counter", "Records dropped as already seen by a device (relay redeliveries).", m.duplicates.load(Ordering::Relaxed));
-        metric(&mut out, "ptslog_fanout_bad_records_total", "counter", "Records that could not be turned into a push (left to getDifference).", m.bad_records.load(Ordering::Relaxed));
+        metric(
+            &mut out,
+            "ptslog_devices_online",
+            "gauge",
+            "Devices connected to GET /v1/updates on this instance.",
+            gateway.hub.devices_online(),
+        );
+        metric(
+            &mut out,
+            "ptslog_fanout_pushes_total",
+            "counter",
+            "Frames written to devices.",
+            m.pushes.load(Ordering::Relaxed),
+        );
+        metric(
+            &mut out,
+            "ptslog_fanout_too_long_total",
+            "counter",
+            "Devices sent updatesTooLong because their buffer was full.",
+            m.too_long.load(Ordering::Relaxed),
+        );
+        metric(
+            &mut out,
+            "ptslog_fanout_duplicates_total",
+            "counter",
+            "Records dropped as already seen by a device (relay redeliveries).",
+            m.duplicates.load(Ordering::Relaxed),
+        );
+        metric(
+            &mut out,
+            "ptslog_fanout_bad_records_total",
+            "counter",
+            "Records that could not be turned into a push (left to getDifference).",
+            m.bad_records.load(Ordering::Relaxed),
+        );
         let _ = writeln!(
             out,
             "# HELP ptslog_push_latency_seconds From an event's committed_at to its frame written to the device's socket.\n# TYPE ptslog_push_latency_seconds histogram"
         );
-        m.push_latency.render(&mut out, "ptslog_push_latency_seconds");
+        m.push_latency
+            .render(&mut out, "ptslog_push_latency_seconds");
     }
     out
 }

@@ -23,18 +23,30 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
     let pool = infrastructure::connect(&config.database_url, 2)
         .await
         .with_context(|| format!("connecting to Postgres at {}", redact(&config.database_url)))?;
-    infrastructure::migrate(&pool).await.context("applying migrations")?;
+    infrastructure::migrate(&pool)
+        .await
+        .context("applying migrations")?;
     pool.close().await;
 
     let status = Arc::new(RelayStatus::new("kafka"));
-    let sink = Arc::new(KafkaSink::new(kafka_config(config, brokers), status.clone()));
-    let mut relay_config = RelayConfig::new(config.database_url.clone(), config.relay_slot.clone())?;
+    let sink = Arc::new(KafkaSink::new(
+        kafka_config(config, brokers),
+        status.clone(),
+    ));
+    let mut relay_config =
+        RelayConfig::new(config.database_url.clone(), config.relay_slot.clone())?;
     relay_config.exit_on_fatal = true;
     let relay = Relay::new(relay_config, sink, status.clone());
 
-    let listener = TcpListener::bind(config.http_addr).await.with_context(|| format!("binding {}", config.http_addr))?;
+    let listener = TcpListener::bind(config.http_addr)
+        .await
+        .with_context(|| format!("binding {}", config.http_addr))?;
     tracing::info!(addr = %listener.local_addr()?, "relay serving /metrics and /healthz/relay");
-    let router = ops::router(Ops { relay: status, consumer: None, gateway: None });
+    let router = ops::router(Ops {
+        relay: status,
+        consumer: None,
+        gateway: None,
+    });
     let http = tokio::spawn(async move { axum::serve(listener, router).await });
 
     let (stop, stopped) = watch::channel(false);
@@ -48,5 +60,7 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
         }
     };
     http.abort();
-    outcome.context("relay task")?.map_err(|e| anyhow!("relay: {e}"))
+    outcome
+        .context("relay task")?
+        .map_err(|e| anyhow!("relay: {e}"))
 }

@@ -28,17 +28,27 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
     let pool = infrastructure::connect(&config.database_url, config.db_max_connections)
         .await
         .with_context(|| format!("connecting to Postgres at {}", redact(&config.database_url)))?;
-    infrastructure::migrate(&pool).await.context("applying migrations")?;
-    let keys = access_hash_key(&pool).await.context("loading the access hash key")?;
-    let limiter = RedisRateLimiter::new(&config.redis_url, config.redis_prefix.clone(), config.send_rate_per_minute)
-        .context("setting up the Redis rate limiter")?;
+    infrastructure::migrate(&pool)
+        .await
+        .context("applying migrations")?;
+    let keys = access_hash_key(&pool)
+        .await
+        .context("loading the access hash key")?;
+    let limiter = RedisRateLimiter::new(
+        &config.redis_url,
+        config.redis_prefix.clone(),
+        config.send_rate_per_minute,
+    )
+    .context("setting up the Redis rate limiter")?;
     let store: Arc<dyn Store> = Arc::new(PgStore::new(pool.clone()));
     let app = App::new(
         store.clone(),
         Arc::new(PgAccounts::new(pool.clone())),
         Arc::new(limiter),
         keys,
-        AppConfig { dev_login: config.dev_login },
+        AppConfig {
+            dev_login: config.dev_login,
+        },
     );
     Ok((app, pool, store))
 }
@@ -61,7 +71,12 @@ impl Running {
     /// connected devices get live pushes. `ptslog serve` always does; [`start`] leaves it to the
     /// caller so tests and benchmarks that do not need pushes hold no replication slot.
     pub fn start_feed(&mut self, config: &Config) -> anyhow::Result<()> {
-        self.feed = Feed::start(config, &self.gateway, self.relay_status.clone(), self.consumer_status.clone())?;
+        self.feed = Feed::start(
+            config,
+            &self.gateway,
+            self.relay_status.clone(),
+            self.consumer_status.clone(),
+        )?;
         Ok(())
     }
 
@@ -77,15 +92,46 @@ impl Running {
 /// [`Running::start_feed`] is called.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let (app, pool, store) = build_with_store(config).await?;
-    let gateway = Arc::new(Gateway::new(store, app.access_hash_key().clone(), config.push_buffer));
-    let relay_status = Arc::new(RelayStatus::new(if config.relay { sink_kind(config) } else { "none" }));
-    let consumer_status = config.kafka_brokers.as_ref().map(|_| Arc::new(ConsumerStatus::default()));
-    let listener = TcpListener::bind(config.http_addr).await.with_context(|| format!("binding {}", config.http_addr))?;
+    let gateway = Arc::new(Gateway::new(
+        store,
+        app.access_hash_key().clone(),
+        config.push_buffer,
+    ));
+    let relay_status = Arc::new(RelayStatus::new(if config.relay {
+        sink_kind(config)
+    } else {
+        "none"
+    }));
+    let consumer_status = config
+        .kafka_brokers
+        .as_ref()
+        .map(|_| Arc::new(ConsumerStatus::default()));
+    let listener = TcpListener::bind(config.http_addr)
+        .await
+        .with_context(|| format!("binding {}", config.http_addr))?;
     let addr = listener.local_addr()?;
-    let ops = http::ops::Ops { relay: relay_status.clone(), consumer: consumer_status.clone(), gateway: Some(gateway.clone()) };
-    let router = http::router(http::HttpState { app: app.clone(), pool: pool.clone(), gateway: gateway.clone(), ops });
+    let ops = http::ops::Ops {
+        relay: relay_status.clone(),
+        consumer: consumer_status.clone(),
+        gateway: Some(gateway.clone()),
+    };
+    let router = http::router(http::HttpState {
+        app: app.clone(),
+        pool: pool.clone(),
+        gateway: gateway.clone(),
+        ops,
+    });
     let task = tokio::spawn(async move { axum::serve(listener, router).await });
-    Ok(Running { addr, app, pool, task, gateway, relay_status, consumer_status, feed: Feed::default() })
+    Ok(Running {
+        addr,
+        app,
+        pool,
+        task,
+        gateway,
+        relay_status,
+        consumer_status,
+        feed: Feed::default(),
+    })
 }
 
 /// A connection URL without its password, for messages.
@@ -106,7 +152,10 @@ pub fn redact(url: &str) -> String {
 mod tests {
     #[test]
     fn passwords_are_redacted() {
-        assert_eq!(super::redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            super::redact("postgres://u:secret@h/db"),
+            "postgres://u:***@h/db"
+        );
         assert_eq!(super::redact("postgres://u@h/db"), "postgres://u@h/db");
     }
 }

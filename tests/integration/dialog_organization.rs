@@ -13,7 +13,11 @@ async fn pts(d: &Device) -> i64 {
 
 async fn assert_projections_clean(s: &TestServer) {
     let report = projections::verify::verify(&s.pool).await.expect("verify");
-    assert!(report.is_clean(), "projections verify: {:?}", report.differences);
+    assert!(
+        report.is_clean(),
+        "projections verify: {:?}",
+        report.differences
+    );
 }
 
 fn dp(peer: &Value) -> Value {
@@ -26,7 +30,12 @@ fn listed(r: &Value) -> Vec<(i64, bool)> {
         .as_array()
         .unwrap_or_else(|| panic!("dialogs in {r}"))
         .iter()
-        .map(|d| (d["peer"]["user_id"].as_i64().unwrap(), d["pinned"].as_bool().unwrap()))
+        .map(|d| {
+            (
+                d["peer"]["user_id"].as_i64().unwrap(),
+                d["pinned"].as_bool().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -54,11 +63,21 @@ fn dialogs_hash(r: &Value) -> i64 {
         .iter()
         .map(|m| (m["id"].as_i64().unwrap(), m["date"].as_i64().unwrap()))
         .collect();
-    r["dialogs"].as_array().unwrap().iter().fold(0u64, |acc, d| {
-        let top = d["top_message"].as_i64().unwrap();
-        let date = tops[&top];
-        fold_hash(fold_hash(fold_hash(acc, d["peer"]["user_id"].as_i64().unwrap() as u64), top as u64), date as u64)
-    }) as i64
+    r["dialogs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .fold(0u64, |acc, d| {
+            let top = d["top_message"].as_i64().unwrap();
+            let date = tops[&top];
+            fold_hash(
+                fold_hash(
+                    fold_hash(acc, d["peer"]["user_id"].as_i64().unwrap() as u64),
+                    top as u64,
+                ),
+                date as u64,
+            )
+        }) as i64
 }
 
 /// Alice and `n` others, each of whom has a dialog with Alice (one message from Alice each, oldest first).
@@ -85,31 +104,70 @@ async fn pinned_dialogs_per_folder_with_the_limit() {
     let p0 = pts(&alice).await;
 
     // Pinning needs a dialog; Saved Messages has none yet.
-    let (_, e) = alice.rpc_err("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(&self_peer())})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": dp(&self_peer())}),
+        )
+        .await;
     assert_eq!(e, "PEER_HISTORY_EMPTY");
-    let (_, e) = alice.rpc_err("messages.toggleDialogPin", json!({"pinned": true, "peer": {"_": "inputDialogPeerFolder", "folder_id": 1}})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": {"_": "inputDialogPeerFolder", "folder_id": 1}}),
+        )
+        .await;
     assert_eq!(e, "PEER_ID_INVALID");
 
     // Five pins fit the main list; a new pin goes on top; the sixth is refused.
     for i in 0..5 {
-        assert_eq!(alice.rpc("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(&peers[i])})).await, json!({"_": "boolTrue"}));
+        assert_eq!(
+            alice
+                .rpc(
+                    "messages.toggleDialogPin",
+                    json!({"pinned": true, "peer": dp(&peers[i])})
+                )
+                .await,
+            json!({"_": "boolTrue"})
+        );
     }
-    let (_, e) = alice.rpc_err("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(&peers[5])})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": dp(&peers[5])}),
+        )
+        .await;
     assert_eq!(e, "PINNED_DIALOGS_TOO_MUCH");
     // A repeat changes nothing and appends nothing.
-    alice.rpc("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(&peers[0])})).await;
+    alice
+        .rpc(
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": dp(&peers[0])}),
+        )
+        .await;
     assert_eq!(pts(&alice).await, p0 + 5);
 
     let r = dialogs(&alice, json!({})).await;
     assert_eq!(r["_"], "messages.dialogs");
     assert_eq!(
         listed(&r),
-        vec![(id(4), true), (id(3), true), (id(2), true), (id(1), true), (id(0), true), (id(5), false)]
+        vec![
+            (id(4), true),
+            (id(3), true),
+            (id(2), true),
+            (id(1), true),
+            (id(0), true),
+            (id(5), false)
+        ]
     );
-    let pinned = alice.rpc("messages.getPinnedDialogs", json!({"folder_id": 0})).await;
+    let pinned = alice
+        .rpc("messages.getPinnedDialogs", json!({"folder_id": 0}))
+        .await;
     assert_eq!(pinned["_"], "messages.peerDialogs");
     assert_eq!(ids(&pinned), vec![id(4), id(3), id(2), id(1), id(0)]);
-    let (_, e) = alice.rpc_err("messages.getPinnedDialogs", json!({"folder_id": 2})).await;
+    let (_, e) = alice
+        .rpc_err("messages.getPinnedDialogs", json!({"folder_id": 2}))
+        .await;
     assert_eq!(e, "FOLDER_ID_INVALID");
 
     // exclude_pinned leaves them out of the list and the count.
@@ -118,7 +176,10 @@ async fn pinned_dialogs_per_folder_with_the_limit() {
     // The hash covers the list in its order (pins first); a matching hash is notModified.
     let r = dialogs(&alice, json!({})).await;
     let h = dialogs_hash(&r);
-    assert_eq!(dialogs(&alice, json!({"hash": h})).await, json!({"_": "messages.dialogsNotModified", "count": 6}));
+    assert_eq!(
+        dialogs(&alice, json!({"hash": h})).await,
+        json!({"_": "messages.dialogsNotModified", "count": 6})
+    );
     // A limit of 2 still gives every pin on the first page; the next page starts after the last
     // unpinned dialog and leaves the pins out.
     let r = dialogs(&alice, json!({"limit": 2})).await;
@@ -126,40 +187,95 @@ async fn pinned_dialogs_per_folder_with_the_limit() {
     assert_eq!(ids(&r), vec![id(4), id(3), id(2), id(1), id(0)]);
     let r = dialogs(&alice, json!({"limit": 6})).await;
     assert_eq!(ids(&r).len(), 6);
-    let last = &r["messages"].as_array().unwrap().iter().find(|m| m["id"] == r["dialogs"][5]["top_message"]).unwrap().clone();
+    let last = &r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == r["dialogs"][5]["top_message"])
+        .unwrap()
+        .clone();
     let next = dialogs(&alice, json!({"offset_date": last["date"], "offset_id": last["id"], "offset_peer": peers[5], "limit": 10})).await;
     assert_eq!(ids(&next), Vec::<i64>::new());
 
     // Reorder without force: listed first, the other pins keep their order after them.
-    alice.rpc("messages.reorderPinnedDialogs", json!({"folder_id": 0, "order": [dp(&peers[0]), dp(&peers[1])]})).await;
+    alice
+        .rpc(
+            "messages.reorderPinnedDialogs",
+            json!({"folder_id": 0, "order": [dp(&peers[0]), dp(&peers[1])]}),
+        )
+        .await;
     let pinned = alice.rpc("messages.getPinnedDialogs", json!({})).await;
     assert_eq!(ids(&pinned), vec![id(0), id(1), id(4), id(3), id(2)]);
     // The same order again appends nothing.
     let before = pts(&alice).await;
-    alice.rpc("messages.reorderPinnedDialogs", json!({"folder_id": 0, "order": [dp(&peers[0]), dp(&peers[1])]})).await;
+    alice
+        .rpc(
+            "messages.reorderPinnedDialogs",
+            json!({"folder_id": 0, "order": [dp(&peers[0]), dp(&peers[1])]}),
+        )
+        .await;
     assert_eq!(pts(&alice).await, before);
     // With force, the unlisted are unpinned.
     alice
-        .rpc("messages.reorderPinnedDialogs", json!({"force": true, "folder_id": 0, "order": [dp(&peers[1]), dp(&peers[0])]}))
+        .rpc(
+            "messages.reorderPinnedDialogs",
+            json!({"force": true, "folder_id": 0, "order": [dp(&peers[1]), dp(&peers[0])]}),
+        )
         .await;
-    assert_eq!(ids(&alice.rpc("messages.getPinnedDialogs", json!({})).await), vec![id(1), id(0)]);
+    assert_eq!(
+        ids(&alice.rpc("messages.getPinnedDialogs", json!({})).await),
+        vec![id(1), id(0)]
+    );
     // Six in the order is past the limit; a folder other than 0/1 is invalid; a dialog not in the
     // folder cannot be listed.
     let six: Vec<Value> = peers.iter().map(dp).collect();
-    let (_, e) = alice.rpc_err("messages.reorderPinnedDialogs", json!({"force": true, "folder_id": 0, "order": six})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.reorderPinnedDialogs",
+            json!({"force": true, "folder_id": 0, "order": six}),
+        )
+        .await;
     assert_eq!(e, "PINNED_DIALOGS_TOO_MUCH");
-    let (_, e) = alice.rpc_err("messages.reorderPinnedDialogs", json!({"folder_id": 5, "order": []})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.reorderPinnedDialogs",
+            json!({"folder_id": 5, "order": []}),
+        )
+        .await;
     assert_eq!(e, "FOLDER_ID_INVALID");
-    let (_, e) = alice.rpc_err("messages.reorderPinnedDialogs", json!({"folder_id": 1, "order": [dp(&peers[0])]})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.reorderPinnedDialogs",
+            json!({"folder_id": 1, "order": [dp(&peers[0])]}),
+        )
+        .await;
     assert_eq!(e, "PEER_HISTORY_EMPTY");
 
     // Unpin.
-    alice.rpc("messages.toggleDialogPin", json!({"pinned": false, "peer": dp(&peers[0])})).await;
-    assert_eq!(ids(&alice.rpc("messages.getPinnedDialogs", json!({})).await), vec![id(1)]);
+    alice
+        .rpc(
+            "messages.toggleDialogPin",
+            json!({"pinned": false, "peer": dp(&peers[0])}),
+        )
+        .await;
+    assert_eq!(
+        ids(&alice.rpc("messages.getPinnedDialogs", json!({})).await),
+        vec![id(1)]
+    );
 
     // The log carries every change.
-    let d = alice.rpc("updates.getDifference", json!({"pts": p0, "date": 0, "qts": 0})).await;
-    let kinds: Vec<&str> = d["other_updates"].as_array().unwrap().iter().map(|u| u["_"].as_str().unwrap()).collect();
+    let d = alice
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": p0, "date": 0, "qts": 0}),
+        )
+        .await;
+    let kinds: Vec<&str> = d["other_updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["_"].as_str().unwrap())
+        .collect();
     assert_eq!(
         kinds,
         [
@@ -187,7 +303,12 @@ async fn archive_and_manual_unread_marks() {
     let s = TestServer::start().await;
     let (alice, others, peers) = setup(&s, 602, 3).await;
     let id = |i: usize| others[i].user_id;
-    alice.rpc("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(&peers[0])})).await;
+    alice
+        .rpc(
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": dp(&peers[0])}),
+        )
+        .await;
 
     // Archive dialog 0 (pinned: it loses the pin) and dialog 1.
     let p0 = pts(&alice).await;
@@ -205,15 +326,28 @@ async fn archive_and_manual_unread_marks() {
     assert_eq!(r["updates"][0]["pts"], p0 + 1);
     assert_eq!(r["updates"][0]["pts_count"], 1);
     assert_eq!(r["updates"][0]["folder_peers"].as_array().unwrap().len(), 2);
-    assert_eq!(ids(&dialogs(&alice, json!({"folder_id": 0})).await), vec![id(2)]);
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 0})).await),
+        vec![id(2)]
+    );
     let archive = dialogs(&alice, json!({"folder_id": 1})).await;
     assert_eq!(listed(&archive), vec![(id(1), false), (id(0), false)]);
     assert_eq!(archive["dialogs"][0]["folder_id"], 1);
     // Moving again to where they are changes nothing.
-    let r = alice.rpc("folders.editPeerFolders", json!({"folder_peers": [{"_": "inputFolderPeer", "peer": peers[0], "folder_id": 1}]})).await;
+    let r = alice
+        .rpc(
+            "folders.editPeerFolders",
+            json!({"folder_peers": [{"_": "inputFolderPeer", "peer": peers[0], "folder_id": 1}]}),
+        )
+        .await;
     assert_eq!(r["updates"], json!([]));
     assert_eq!(pts(&alice).await, p0 + 1);
-    let (_, e) = alice.rpc_err("folders.editPeerFolders", json!({"folder_peers": [{"_": "inputFolderPeer", "peer": peers[0], "folder_id": 2}]})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "folders.editPeerFolders",
+            json!({"folder_peers": [{"_": "inputFolderPeer", "peer": peers[0], "folder_id": 2}]}),
+        )
+        .await;
     assert_eq!(e, "FOLDER_ID_INVALID");
     let (_, e) = alice.rpc_err("folders.editPeerFolders", json!({"folder_peers": [{"_": "inputFolderPeer", "peer": self_peer(), "folder_id": 1}]})).await;
     assert_eq!(e, "PEER_HISTORY_EMPTY");
@@ -221,19 +355,53 @@ async fn archive_and_manual_unread_marks() {
     // A new message keeps an archived chat archived.
     let to_alice = others[0].peer_of("+15556020000").await;
     others[0].send(&to_alice, "still archived?").await;
-    assert_eq!(ids(&dialogs(&alice, json!({"folder_id": 1})).await), vec![id(0), id(1)]);
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 1})).await),
+        vec![id(0), id(1)]
+    );
 
     // Pins in the archive are separate from the main list.
-    alice.rpc("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(&peers[1])})).await;
-    assert_eq!(ids(&alice.rpc("messages.getPinnedDialogs", json!({"folder_id": 1})).await), vec![id(1)]);
-    assert_eq!(ids(&alice.rpc("messages.getPinnedDialogs", json!({"folder_id": 0})).await), Vec::<i64>::new());
-    assert_eq!(listed(&dialogs(&alice, json!({"folder_id": 1})).await), vec![(id(1), true), (id(0), false)]);
+    alice
+        .rpc(
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": dp(&peers[1])}),
+        )
+        .await;
+    assert_eq!(
+        ids(&alice
+            .rpc("messages.getPinnedDialogs", json!({"folder_id": 1}))
+            .await),
+        vec![id(1)]
+    );
+    assert_eq!(
+        ids(&alice
+            .rpc("messages.getPinnedDialogs", json!({"folder_id": 0}))
+            .await),
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        listed(&dialogs(&alice, json!({"folder_id": 1})).await),
+        vec![(id(1), true), (id(0), false)]
+    );
 
     // Manual unread marks.
-    assert_eq!(alice.rpc("messages.getDialogUnreadMarks", json!({})).await, json!([]));
+    assert_eq!(
+        alice.rpc("messages.getDialogUnreadMarks", json!({})).await,
+        json!([])
+    );
     let before = pts(&alice).await;
-    alice.rpc("messages.markDialogUnread", json!({"unread": true, "peer": dp(&peers[2])})).await;
-    alice.rpc("messages.markDialogUnread", json!({"unread": true, "peer": dp(&peers[2])})).await;
+    alice
+        .rpc(
+            "messages.markDialogUnread",
+            json!({"unread": true, "peer": dp(&peers[2])}),
+        )
+        .await;
+    alice
+        .rpc(
+            "messages.markDialogUnread",
+            json!({"unread": true, "peer": dp(&peers[2])}),
+        )
+        .await;
     assert_eq!(pts(&alice).await, before + 1, "a repeat appends nothing");
     assert_eq!(
         alice.rpc("messages.getDialogUnreadMarks", json!({})).await,
@@ -241,18 +409,52 @@ async fn archive_and_manual_unread_marks() {
     );
     let main = dialogs(&alice, json!({})).await;
     assert_eq!(main["dialogs"][0]["unread_mark"], true);
-    let (_, e) = alice.rpc_err("messages.markDialogUnread", json!({"unread": true, "peer": dp(&self_peer())})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.markDialogUnread",
+            json!({"unread": true, "peer": dp(&self_peer())}),
+        )
+        .await;
     assert_eq!(e, "PEER_HISTORY_EMPTY");
     // Unmark, mark again, then reading the history clears it.
-    alice.rpc("messages.markDialogUnread", json!({"unread": false, "peer": dp(&peers[2])})).await;
-    assert_eq!(alice.rpc("messages.getDialogUnreadMarks", json!({})).await, json!([]));
-    alice.rpc("messages.markDialogUnread", json!({"unread": true, "peer": dp(&peers[0])})).await;
-    alice.rpc("messages.readHistory", json!({"peer": peers[0], "max_id": 0})).await;
-    assert_eq!(alice.rpc("messages.getDialogUnreadMarks", json!({})).await, json!([]));
+    alice
+        .rpc(
+            "messages.markDialogUnread",
+            json!({"unread": false, "peer": dp(&peers[2])}),
+        )
+        .await;
+    assert_eq!(
+        alice.rpc("messages.getDialogUnreadMarks", json!({})).await,
+        json!([])
+    );
+    alice
+        .rpc(
+            "messages.markDialogUnread",
+            json!({"unread": true, "peer": dp(&peers[0])}),
+        )
+        .await;
+    alice
+        .rpc(
+            "messages.readHistory",
+            json!({"peer": peers[0], "max_id": 0}),
+        )
+        .await;
+    assert_eq!(
+        alice.rpc("messages.getDialogUnreadMarks", json!({})).await,
+        json!([])
+    );
 
-    let d = alice.rpc("updates.getDifference", json!({"pts": before, "date": 0, "qts": 0})).await;
+    let d = alice
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": before, "date": 0, "qts": 0}),
+        )
+        .await;
     let u = &d["other_updates"];
-    assert_eq!(u[0], json!({"_": "updateDialogUnreadMark", "unread": true, "peer": {"_": "dialogPeer", "peer": {"_": "peerUser", "user_id": id(2)}}}));
+    assert_eq!(
+        u[0],
+        json!({"_": "updateDialogUnreadMark", "unread": true, "peer": {"_": "dialogPeer", "peer": {"_": "peerUser", "user_id": id(2)}}})
+    );
     assert_eq!(u[1]["unread"], false);
     assert_projections_clean(&s).await;
     s.stop().await;
@@ -273,63 +475,166 @@ async fn dialog_filters_with_their_limits_and_server_side_listing() {
     let id = |i: usize| others[i].user_id;
 
     let r = alice.rpc("messages.getDialogFilters", json!({})).await;
-    assert_eq!(r, json!({"_": "messages.dialogFilters", "tags_enabled": false, "filters": [{"_": "dialogFilterDefault"}]}));
+    assert_eq!(
+        r,
+        json!({"_": "messages.dialogFilters", "tags_enabled": false, "filters": [{"_": "dialogFilterDefault"}]})
+    );
 
     // Errors: ids below 2, titles, nothing included.
-    let (_, e) = alice.rpc_err("messages.updateDialogFilter", filter(1, "x", json!({"contacts": true}))).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.updateDialogFilter",
+            filter(1, "x", json!({"contacts": true})),
+        )
+        .await;
     assert_eq!(e, "FILTER_ID_INVALID");
-    let (_, e) = alice.rpc_err("messages.updateDialogFilter", filter(2, " ", json!({"contacts": true}))).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.updateDialogFilter",
+            filter(2, " ", json!({"contacts": true})),
+        )
+        .await;
     assert_eq!(e, "FILTER_TITLE_EMPTY");
-    let (_, e) = alice.rpc_err("messages.updateDialogFilter", filter(2, "abcdefghijklm", json!({"contacts": true}))).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.updateDialogFilter",
+            filter(2, "abcdefghijklm", json!({"contacts": true})),
+        )
+        .await;
     assert_eq!(e, "FILTER_TITLE_EMPTY");
-    let (_, e) = alice.rpc_err("messages.updateDialogFilter", filter(2, "Empty", json!({"exclude_read": true}))).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.updateDialogFilter",
+            filter(2, "Empty", json!({"exclude_read": true})),
+        )
+        .await;
     assert_eq!(e, "FILTER_INCLUDE_EMPTY");
-    let (_, e) = alice.rpc_err("messages.updateDialogFilter", json!({"id": 2, "filter": {"_": "dialogFilterDefault"}})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.updateDialogFilter",
+            json!({"id": 2, "filter": {"_": "dialogFilterDefault"}}),
+        )
+        .await;
     assert_eq!(e, "FILTER_ID_INVALID");
 
     // Filter 2: non-contacts without the archive, peer 3 excluded, peer 1 pinned. 12 characters fit.
-    let f2 = filter(2, "abcdefghijkl", json!({"non_contacts": true, "exclude_archived": true, "emoticon": "💼",
-        "pinned_peers": [peers[1]], "exclude_peers": [peers[3]]}));
-    assert_eq!(alice.rpc("messages.updateDialogFilter", f2.clone()).await, json!({"_": "boolTrue"}));
+    let f2 = filter(
+        2,
+        "abcdefghijkl",
+        json!({"non_contacts": true, "exclude_archived": true, "emoticon": "💼",
+        "pinned_peers": [peers[1]], "exclude_peers": [peers[3]]}),
+    );
+    assert_eq!(
+        alice.rpc("messages.updateDialogFilter", f2.clone()).await,
+        json!({"_": "boolTrue"})
+    );
     let p = pts(&alice).await;
     alice.rpc("messages.updateDialogFilter", f2.clone()).await;
-    assert_eq!(pts(&alice).await, p, "the same filter again appends nothing");
+    assert_eq!(
+        pts(&alice).await,
+        p,
+        "the same filter again appends nothing"
+    );
     alice
-        .rpc("folders.editPeerFolders", json!({"folder_peers": [{"_": "inputFolderPeer", "peer": peers[2], "folder_id": 1}]}))
+        .rpc(
+            "folders.editPeerFolders",
+            json!({"folder_peers": [{"_": "inputFolderPeer", "peer": peers[2], "folder_id": 1}]}),
+        )
         .await;
     let r = dialogs(&alice, json!({"folder_id": 2})).await;
     assert_eq!(listed(&r), vec![(id(1), true), (id(0), false)]);
     let h = dialogs_hash(&r);
-    assert_eq!(dialogs(&alice, json!({"folder_id": 2, "hash": h})).await, json!({"_": "messages.dialogsNotModified", "count": 2}));
-    assert_eq!(ids(&dialogs(&alice, json!({"folder_id": 2, "exclude_pinned": true})).await), vec![id(0)]);
+    assert_eq!(
+        dialogs(&alice, json!({"folder_id": 2, "hash": h})).await,
+        json!({"_": "messages.dialogsNotModified", "count": 2})
+    );
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 2, "exclude_pinned": true})).await),
+        vec![id(0)]
+    );
     let r = dialogs(&alice, json!({"folder_id": 2, "limit": 1})).await;
     assert_eq!(r["_"], "messages.dialogsSlice");
     assert_eq!(r["count"], 2);
-    let (_, e) = alice.rpc_err("messages.getDialogs", json!({"folder_id": 9})).await;
+    let (_, e) = alice
+        .rpc_err("messages.getDialogs", json!({"folder_id": 9}))
+        .await;
     assert_eq!(e, "FOLDER_ID_INVALID");
 
     // A contact leaves a non_contacts filter; a contacts filter shows it.
     alice.rpc("contacts.addContact", json!({"id": {"_": "inputUser", "user_id": id(0), "access_hash": peers[0]["access_hash"]}, "first_name": "Zero"})).await;
-    assert_eq!(ids(&dialogs(&alice, json!({"folder_id": 2})).await), vec![id(1)]);
-    alice.rpc("messages.updateDialogFilter", filter(3, "Contacts", json!({"contacts": true}))).await;
-    assert_eq!(ids(&dialogs(&alice, json!({"folder_id": 3})).await), vec![id(0)]);
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 2})).await),
+        vec![id(1)]
+    );
+    alice
+        .rpc(
+            "messages.updateDialogFilter",
+            filter(3, "Contacts", json!({"contacts": true})),
+        )
+        .await;
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 3})).await),
+        vec![id(0)]
+    );
 
     // exclude_read: only unread or marked dialogs (Alice sent everything: all read) and included ones.
-    alice.rpc("messages.updateDialogFilter", filter(4, "Unread", json!({"non_contacts": true, "exclude_read": true, "include_peers": [peers[3]]}))).await;
-    assert_eq!(ids(&dialogs(&alice, json!({"folder_id": 4})).await), vec![id(3)]);
-    alice.rpc("messages.markDialogUnread", json!({"unread": true, "peer": dp(&peers[1])})).await;
-    assert_eq!(ids(&dialogs(&alice, json!({"folder_id": 4})).await), vec![id(3), id(1)]);
+    alice
+        .rpc(
+            "messages.updateDialogFilter",
+            filter(
+                4,
+                "Unread",
+                json!({"non_contacts": true, "exclude_read": true, "include_peers": [peers[3]]}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 4})).await),
+        vec![id(3)]
+    );
+    alice
+        .rpc(
+            "messages.markDialogUnread",
+            json!({"unread": true, "peer": dp(&peers[1])}),
+        )
+        .await;
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 4})).await),
+        vec![id(3), id(1)]
+    );
 
     // Order and tags.
-    let (_, e) = alice.rpc_err("messages.updateDialogFiltersOrder", json!({"order": [4, 9]})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.updateDialogFiltersOrder",
+            json!({"order": [4, 9]}),
+        )
+        .await;
     assert_eq!(e, "FILTER_ID_INVALID");
-    let (_, e) = alice.rpc_err("messages.updateDialogFiltersOrder", json!({"order": [4, 4]})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.updateDialogFiltersOrder",
+            json!({"order": [4, 4]}),
+        )
+        .await;
     assert_eq!(e, "FILTER_ID_INVALID");
-    alice.rpc("messages.updateDialogFiltersOrder", json!({"order": [4, 0, 2, 3]})).await;
-    alice.rpc("messages.toggleDialogFilterTags", json!({"enabled": true})).await;
+    alice
+        .rpc(
+            "messages.updateDialogFiltersOrder",
+            json!({"order": [4, 0, 2, 3]}),
+        )
+        .await;
+    alice
+        .rpc("messages.toggleDialogFilterTags", json!({"enabled": true}))
+        .await;
     let r = alice.rpc("messages.getDialogFilters", json!({})).await;
     assert_eq!(r["tags_enabled"], true);
-    let order: Vec<Value> = r["filters"].as_array().unwrap().iter().map(|f| f["id"].clone()).collect();
+    let order: Vec<Value> = r["filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].clone())
+        .collect();
     assert_eq!(order, vec![Value::Null, json!(4), json!(2), json!(3)]);
     let f = &r["filters"][2];
     assert_eq!(f["title"]["text"], "abcdefghijkl");
@@ -339,17 +644,51 @@ async fn dialog_filters_with_their_limits_and_server_side_listing() {
 
     // Up to 10 filters; the 11th is refused, replacing one is not; deleting frees a place.
     for fid in 5..=11 {
-        alice.rpc("messages.updateDialogFilter", filter(fid, &format!("F{fid}"), json!({"contacts": true}))).await;
+        alice
+            .rpc(
+                "messages.updateDialogFilter",
+                filter(fid, &format!("F{fid}"), json!({"contacts": true})),
+            )
+            .await;
     }
-    let (_, e) = alice.rpc_err("messages.updateDialogFilter", filter(12, "F12", json!({"contacts": true}))).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.updateDialogFilter",
+            filter(12, "F12", json!({"contacts": true})),
+        )
+        .await;
     assert_eq!(e, "DIALOG_FILTERS_TOO_MUCH");
-    alice.rpc("messages.updateDialogFilter", filter(11, "F11b", json!({"contacts": true}))).await;
-    alice.rpc("messages.updateDialogFilter", json!({"id": 11})).await;
+    alice
+        .rpc(
+            "messages.updateDialogFilter",
+            filter(11, "F11b", json!({"contacts": true})),
+        )
+        .await;
+    alice
+        .rpc("messages.updateDialogFilter", json!({"id": 11}))
+        .await;
     let p = pts(&alice).await;
-    alice.rpc("messages.updateDialogFilter", json!({"id": 11})).await;
-    assert_eq!(pts(&alice).await, p, "deleting a missing filter appends nothing");
-    alice.rpc("messages.updateDialogFilter", filter(12, "F12", json!({"contacts": true}))).await;
-    assert_eq!(alice.rpc("messages.getDialogFilters", json!({})).await["filters"].as_array().unwrap().len(), 11);
+    alice
+        .rpc("messages.updateDialogFilter", json!({"id": 11}))
+        .await;
+    assert_eq!(
+        pts(&alice).await,
+        p,
+        "deleting a missing filter appends nothing"
+    );
+    alice
+        .rpc(
+            "messages.updateDialogFilter",
+            filter(12, "F12", json!({"contacts": true})),
+        )
+        .await;
+    assert_eq!(
+        alice.rpc("messages.getDialogFilters", json!({})).await["filters"]
+            .as_array()
+            .unwrap()
+            .len(),
+        11
+    );
 
     // 100 pinned + included peers fit, 101 do not (excluded peers have their own 100).
     let mut many = Vec::new();
@@ -358,18 +697,50 @@ async fn dialog_filters_with_their_limits_and_server_side_listing() {
         s.login(&phone, "P").await;
         many.push(alice.peer_of(&phone).await);
     }
-    let ok = filter(13, "Many", json!({"pinned_peers": many[..50], "include_peers": many[50..100]}));
-    alice.rpc("messages.updateDialogFilter", json!({"id": 2, "filter": ok["filter"].clone()})).await;
-    let too = filter(2, "Many", json!({"pinned_peers": many[..50], "include_peers": many[50..101]}));
+    let ok = filter(
+        13,
+        "Many",
+        json!({"pinned_peers": many[..50], "include_peers": many[50..100]}),
+    );
+    alice
+        .rpc(
+            "messages.updateDialogFilter",
+            json!({"id": 2, "filter": ok["filter"].clone()}),
+        )
+        .await;
+    let too = filter(
+        2,
+        "Many",
+        json!({"pinned_peers": many[..50], "include_peers": many[50..101]}),
+    );
     let (_, e) = alice.rpc_err("messages.updateDialogFilter", too).await;
     assert_eq!(e, "FILTER_INCLUDE_TOO_MUCH");
-    let too = filter(2, "Many", json!({"contacts": true, "exclude_peers": many[..101]}));
+    let too = filter(
+        2,
+        "Many",
+        json!({"contacts": true, "exclude_peers": many[..101]}),
+    );
     let (_, e) = alice.rpc_err("messages.updateDialogFilter", too).await;
     assert_eq!(e, "FILTER_INCLUDE_TOO_MUCH");
 
-    let d = alice.rpc("updates.getDifference", json!({"pts": 0, "date": 0, "qts": 0})).await;
-    let kinds: Vec<&str> = d["other_updates"].as_array().unwrap().iter().map(|u| u["_"].as_str().unwrap()).collect();
-    for k in ["updateDialogFilter", "updateDialogFilterOrder", "updateDialogFilters", "updateFolderPeers"] {
+    let d = alice
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": 0, "date": 0, "qts": 0}),
+        )
+        .await;
+    let kinds: Vec<&str> = d["other_updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["_"].as_str().unwrap())
+        .collect();
+    for k in [
+        "updateDialogFilter",
+        "updateDialogFilterOrder",
+        "updateDialogFilters",
+        "updateFolderPeers",
+    ] {
         assert!(kinds.contains(&k), "{k} in {kinds:?}");
     }
     assert_projections_clean(&s).await;
@@ -384,23 +755,53 @@ async fn contacts_and_peer_settings() {
     let input_user = |i: usize| json!({"_": "inputUser", "user_id": id(i), "access_hash": peers[i]["access_hash"]});
 
     // A stranger's chat offers the action bar.
-    let r = alice.rpc("messages.getPeerSettings", json!({"peer": peers[0]})).await;
+    let r = alice
+        .rpc("messages.getPeerSettings", json!({"peer": peers[0]}))
+        .await;
     assert_eq!(r["_"], "messages.peerSettings");
-    assert_eq!(r["settings"], json!({"_": "peerSettings", "report_spam": true, "add_contact": true, "block_contact": true}));
-    let r = alice.rpc("messages.getPeerSettings", json!({"peer": self_peer()})).await;
+    assert_eq!(
+        r["settings"],
+        json!({"_": "peerSettings", "report_spam": true, "add_contact": true, "block_contact": true})
+    );
+    let r = alice
+        .rpc("messages.getPeerSettings", json!({"peer": self_peer()}))
+        .await;
     assert_eq!(r["settings"]["add_contact"], false);
 
     let r = alice.rpc("contacts.getContacts", json!({"hash": 0})).await;
-    assert_eq!(r, json!({"_": "contacts.contacts", "contacts": [], "saved_count": 0, "users": []}));
+    assert_eq!(
+        r,
+        json!({"_": "contacts.contacts", "contacts": [], "saved_count": 0, "users": []})
+    );
 
     // addContact: errors, then the owner's names show in users it receives.
-    let (_, e) = alice.rpc_err("contacts.addContact", json!({"id": input_user(0), "first_name": " "})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "contacts.addContact",
+            json!({"id": input_user(0), "first_name": " "}),
+        )
+        .await;
     assert_eq!(e, "CONTACT_NAME_EMPTY");
-    let (_, e) = alice.rpc_err("contacts.addContact", json!({"id": {"_": "inputUserSelf"}, "first_name": "Me"})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "contacts.addContact",
+            json!({"id": {"_": "inputUserSelf"}, "first_name": "Me"}),
+        )
+        .await;
     assert_eq!(e, "CONTACT_ID_INVALID");
-    let (_, e) = alice.rpc_err("contacts.addContact", json!({"id": input_user(0), "first_name": "x".repeat(65)})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "contacts.addContact",
+            json!({"id": input_user(0), "first_name": "x".repeat(65)}),
+        )
+        .await;
     assert_eq!(e, "FIRSTNAME_INVALID");
-    let r = alice.rpc("contacts.addContact", json!({"id": input_user(0), "first_name": "Zed", "last_name": "Zero", "phone": ""})).await;
+    let r = alice
+        .rpc(
+            "contacts.addContact",
+            json!({"id": input_user(0), "first_name": "Zed", "last_name": "Zero", "phone": ""}),
+        )
+        .await;
     assert_eq!(r["_"], "updates");
     assert_eq!(r["updates"][0]["_"], "updatePeerSettings");
     assert_eq!(r["updates"][0]["settings"]["add_contact"], false);
@@ -408,21 +809,51 @@ async fn contacts_and_peer_settings() {
     assert_eq!(r["users"][0]["contact"], true);
     assert_eq!(r["users"][0]["mutual_contact"], false);
     let p = pts(&alice).await;
-    alice.rpc("contacts.addContact", json!({"id": input_user(0), "first_name": "Zed", "last_name": "Zero"})).await;
-    assert_eq!(pts(&alice).await, p, "the same contact again appends nothing");
-    let u = alice.rpc("users.getUsers", json!({"id": [input_user(0)]})).await;
-    assert_eq!((u[0]["first_name"].clone(), u[0]["last_name"].clone()), (json!("Zed"), json!("Zero")));
+    alice
+        .rpc(
+            "contacts.addContact",
+            json!({"id": input_user(0), "first_name": "Zed", "last_name": "Zero"}),
+        )
+        .await;
+    assert_eq!(
+        pts(&alice).await,
+        p,
+        "the same contact again appends nothing"
+    );
+    let u = alice
+        .rpc("users.getUsers", json!({"id": [input_user(0)]}))
+        .await;
+    assert_eq!(
+        (u[0]["first_name"].clone(), u[0]["last_name"].clone()),
+        (json!("Zed"), json!("Zero"))
+    );
     let d = dialogs(&alice, json!({})).await;
-    let zed = d["users"].as_array().unwrap().iter().find(|u| u["id"] == id(0)).unwrap();
+    let zed = d["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["id"] == id(0))
+        .unwrap();
     assert_eq!(zed["first_name"], "Zed");
     // The other side's view is its own: U0 still sees Alice by her name; mutual once U0 adds her.
     let to_alice = others[0].peer_of("+15556050000").await;
-    let alice_user = json!({"_": "inputUser", "user_id": alice.user_id, "access_hash": to_alice["access_hash"]});
-    others[0].rpc("contacts.addContact", json!({"id": alice_user, "first_name": "Al"})).await;
+    let alice_user =
+        json!({"_": "inputUser", "user_id": alice.user_id, "access_hash": to_alice["access_hash"]});
+    others[0]
+        .rpc(
+            "contacts.addContact",
+            json!({"id": alice_user, "first_name": "Al"}),
+        )
+        .await;
     let c = alice.rpc("contacts.getContacts", json!({})).await;
-    assert_eq!(c["contacts"], json!([{"_": "contact", "user_id": id(0), "mutual": true}]));
+    assert_eq!(
+        c["contacts"],
+        json!([{"_": "contact", "user_id": id(0), "mutual": true}])
+    );
     assert_eq!(c["users"][0]["mutual_contact"], true);
-    let r = alice.rpc("messages.getPeerSettings", json!({"peer": peers[0]})).await;
+    let r = alice
+        .rpc("messages.getPeerSettings", json!({"peer": peers[0]}))
+        .await;
     assert_eq!(r["settings"]["add_contact"], false);
 
     // importContacts: registered phones only; imported ones count in saved_count.
@@ -441,7 +872,12 @@ async fn contacts_and_peer_settings() {
         r["imported"],
         json!([{"_": "importedContact", "user_id": id(1), "client_id": 7}, {"_": "importedContact", "user_id": id(2), "client_id": 9}])
     );
-    let names: Vec<&str> = r["users"].as_array().unwrap().iter().map(|u| u["first_name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = r["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["first_name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["Two", "U2"]);
     let c = alice.rpc("contacts.getContacts", json!({})).await;
     assert_eq!(c["saved_count"], 2);
@@ -450,7 +886,10 @@ async fn contacts_and_peer_settings() {
     let mut cids: Vec<i64> = vec![id(0), id(1), id(2)];
     cids.sort();
     let h = cids.iter().fold(0u64, |acc, i| fold_hash(acc, *i as u64)) as i64;
-    assert_eq!(alice.rpc("contacts.getContacts", json!({"hash": h})).await, json!({"_": "contacts.contactsNotModified"}));
+    assert_eq!(
+        alice.rpc("contacts.getContacts", json!({"hash": h})).await,
+        json!({"_": "contacts.contactsNotModified"})
+    );
 
     // resetSaved forgets the imports but keeps the contacts; again, nothing to do.
     let p = pts(&alice).await;
@@ -458,31 +897,68 @@ async fn contacts_and_peer_settings() {
     alice.rpc("contacts.resetSaved", json!({})).await;
     assert_eq!(pts(&alice).await, p + 1);
     let c = alice.rpc("contacts.getContacts", json!({})).await;
-    assert_eq!((c["saved_count"].clone(), c["contacts"].as_array().unwrap().len()), (json!(0), 3));
+    assert_eq!(
+        (
+            c["saved_count"].clone(),
+            c["contacts"].as_array().unwrap().len()
+        ),
+        (json!(0), 3)
+    );
 
     // deleteContacts: one updatePeerSettings per deleted contact; unknown ones are skipped.
-    let r = alice.rpc("contacts.deleteContacts", json!({"id": [input_user(1), input_user(1)]})).await;
+    let r = alice
+        .rpc(
+            "contacts.deleteContacts",
+            json!({"id": [input_user(1), input_user(1)]}),
+        )
+        .await;
     assert_eq!(r["updates"].as_array().unwrap().len(), 1);
     assert_eq!(r["updates"][0]["settings"]["add_contact"], true);
     assert_eq!(r["users"][0]["first_name"], "U1");
     assert_eq!(r["users"][0]["contact"], false);
-    let r = alice.rpc("contacts.deleteContacts", json!({"id": [input_user(1)]})).await;
+    let r = alice
+        .rpc("contacts.deleteContacts", json!({"id": [input_user(1)]}))
+        .await;
     assert_eq!(r["updates"], json!([]));
 
     // hidePeerSettingsBar: the bar is gone, once.
     let p = pts(&alice).await;
-    alice.rpc("messages.hidePeerSettingsBar", json!({"peer": peers[1]})).await;
-    alice.rpc("messages.hidePeerSettingsBar", json!({"peer": peers[1]})).await;
+    alice
+        .rpc("messages.hidePeerSettingsBar", json!({"peer": peers[1]}))
+        .await;
+    alice
+        .rpc("messages.hidePeerSettingsBar", json!({"peer": peers[1]}))
+        .await;
     assert_eq!(pts(&alice).await, p + 1);
-    let r = alice.rpc("messages.getPeerSettings", json!({"peer": peers[1]})).await;
-    assert_eq!(r["settings"], json!({"_": "peerSettings", "report_spam": false, "add_contact": false, "block_contact": false}));
+    let r = alice
+        .rpc("messages.getPeerSettings", json!({"peer": peers[1]}))
+        .await;
+    assert_eq!(
+        r["settings"],
+        json!({"_": "peerSettings", "report_spam": false, "add_contact": false, "block_contact": false})
+    );
     let forged = json!({"_": "inputPeerUser", "user_id": id(1), "access_hash": peers[1]["access_hash"].as_i64().unwrap() ^ 1});
-    let (_, e) = alice.rpc_err("messages.hidePeerSettingsBar", json!({"peer": forged})).await;
+    let (_, e) = alice
+        .rpc_err("messages.hidePeerSettingsBar", json!({"peer": forged}))
+        .await;
     assert_eq!(e, "PEER_ID_INVALID");
 
-    let d = alice.rpc("updates.getDifference", json!({"pts": 0, "date": 0, "qts": 0})).await;
-    let kinds: Vec<&str> = d["other_updates"].as_array().unwrap().iter().map(|u| u["_"].as_str().unwrap()).collect();
-    assert!(kinds.contains(&"updateContactsReset") && kinds.contains(&"updatePeerSettings"), "{kinds:?}");
+    let d = alice
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": 0, "date": 0, "qts": 0}),
+        )
+        .await;
+    let kinds: Vec<&str> = d["other_updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["_"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"updateContactsReset") && kinds.contains(&"updatePeerSettings"),
+        "{kinds:?}"
+    );
     assert_projections_clean(&s).await;
     s.stop().await;
 }
@@ -518,13 +994,23 @@ impl Organization {
             }
             "updatePinnedDialogs" => {
                 let folder = u["folder_id"].as_i64().unwrap_or(0);
-                self.pinned.insert(folder, u["order"].as_array().unwrap().iter().map(dialog_peer_id).collect());
+                self.pinned.insert(
+                    folder,
+                    u["order"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(dialog_peer_id)
+                        .collect(),
+                );
             }
             "updateDialogUnreadMark" => {
-                self.unread_marks.insert(dialog_peer_id(&u["peer"]), u["unread"] == true);
+                self.unread_marks
+                    .insert(dialog_peer_id(&u["peer"]), u["unread"] == true);
             }
             "updateReadHistoryInbox" => {
-                self.unread_marks.insert(u["peer"]["user_id"].as_i64().unwrap(), false);
+                self.unread_marks
+                    .insert(u["peer"]["user_id"].as_i64().unwrap(), false);
             }
             "updateFolderPeers" => {
                 for fp in u["folder_peers"].as_array().unwrap() {
@@ -549,13 +1035,24 @@ impl Organization {
                 }
             }
             "updateDialogFilterOrder" => {
-                self.filter_order = u["order"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+                self.filter_order = u["order"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_i64().unwrap())
+                    .collect();
             }
             "updatePeerSettings" => {
                 let peer = u["peer"]["user_id"].as_i64().unwrap();
-                let user = users.iter().find(|x| x["id"] == peer).expect("the user of updatePeerSettings");
+                let user = users
+                    .iter()
+                    .find(|x| x["id"] == peer)
+                    .expect("the user of updatePeerSettings");
                 if user["contact"] == true {
-                    let names = (user["first_name"].as_str().unwrap().to_string(), user["last_name"].as_str().unwrap().to_string());
+                    let names = (
+                        user["first_name"].as_str().unwrap().to_string(),
+                        user["last_name"].as_str().unwrap().to_string(),
+                    );
                     self.contacts.insert(peer, names);
                 } else {
                     self.contacts.remove(&peer);
@@ -569,7 +1066,9 @@ impl Organization {
     async fn of_server(d: &Device, peers: &[i64]) -> Self {
         let mut o = Organization::default();
         for folder in [0, 1] {
-            let p = d.rpc("messages.getPinnedDialogs", json!({"folder_id": folder})).await;
+            let p = d
+                .rpc("messages.getPinnedDialogs", json!({"folder_id": folder}))
+                .await;
             let list = ids(&p);
             if !list.is_empty() {
                 o.pinned.insert(folder, list);
@@ -580,17 +1079,29 @@ impl Organization {
                 }
             }
         }
-        for m in d.rpc("messages.getDialogUnreadMarks", json!({})).await.as_array().unwrap() {
+        for m in d
+            .rpc("messages.getDialogUnreadMarks", json!({}))
+            .await
+            .as_array()
+            .unwrap()
+        {
             o.unread_marks.insert(dialog_peer_id(m), true);
         }
         let f = d.rpc("messages.getDialogFilters", json!({})).await;
         for filter in f["filters"].as_array().unwrap().iter().skip(1) {
-            o.filters.insert(filter["id"].as_i64().unwrap(), filter.clone());
+            o.filters
+                .insert(filter["id"].as_i64().unwrap(), filter.clone());
             o.filter_order.push(filter["id"].as_i64().unwrap());
         }
         let c = d.rpc("contacts.getContacts", json!({})).await;
         for u in c["users"].as_array().unwrap() {
-            o.contacts.insert(u["id"].as_i64().unwrap(), (u["first_name"].as_str().unwrap().into(), u["last_name"].as_str().unwrap().into()));
+            o.contacts.insert(
+                u["id"].as_i64().unwrap(),
+                (
+                    u["first_name"].as_str().unwrap().into(),
+                    u["last_name"].as_str().unwrap().into(),
+                ),
+            );
         }
         o
     }
@@ -606,33 +1117,97 @@ async fn an_offline_device_catches_up_to_exactly_the_same_organization() {
 
     // A organizes everything while B is offline.
     for i in [0, 1, 2] {
-        a.rpc("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(&peers[i])})).await;
+        a.rpc(
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": dp(&peers[i])}),
+        )
+        .await;
     }
-    a.rpc("messages.reorderPinnedDialogs", json!({"force": true, "folder_id": 0, "order": [dp(&peers[2]), dp(&peers[0])]})).await;
+    a.rpc(
+        "messages.reorderPinnedDialogs",
+        json!({"force": true, "folder_id": 0, "order": [dp(&peers[2]), dp(&peers[0])]}),
+    )
+    .await;
     a.rpc("folders.editPeerFolders", json!({"folder_peers": [{"_": "inputFolderPeer", "peer": peers[0], "folder_id": 1}, {"_": "inputFolderPeer", "peer": peers[3], "folder_id": 1}]})).await;
-    a.rpc("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(&peers[3])})).await;
-    a.rpc("messages.markDialogUnread", json!({"unread": true, "peer": dp(&peers[4])})).await;
-    a.rpc("messages.markDialogUnread", json!({"unread": true, "peer": dp(&peers[1])})).await;
-    a.rpc("messages.readHistory", json!({"peer": peers[1], "max_id": 0})).await;
-    a.rpc("messages.updateDialogFilter", filter(2, "Work", json!({"non_contacts": true, "exclude_archived": true, "pinned_peers": [peers[4]]}))).await;
-    a.rpc("messages.updateDialogFilter", filter(3, "Friends", json!({"contacts": true}))).await;
-    a.rpc("messages.updateDialogFilter", filter(4, "Gone", json!({"contacts": true}))).await;
+    a.rpc(
+        "messages.toggleDialogPin",
+        json!({"pinned": true, "peer": dp(&peers[3])}),
+    )
+    .await;
+    a.rpc(
+        "messages.markDialogUnread",
+        json!({"unread": true, "peer": dp(&peers[4])}),
+    )
+    .await;
+    a.rpc(
+        "messages.markDialogUnread",
+        json!({"unread": true, "peer": dp(&peers[1])}),
+    )
+    .await;
+    a.rpc(
+        "messages.readHistory",
+        json!({"peer": peers[1], "max_id": 0}),
+    )
+    .await;
+    a.rpc(
+        "messages.updateDialogFilter",
+        filter(
+            2,
+            "Work",
+            json!({"non_contacts": true, "exclude_archived": true, "pinned_peers": [peers[4]]}),
+        ),
+    )
+    .await;
+    a.rpc(
+        "messages.updateDialogFilter",
+        filter(3, "Friends", json!({"contacts": true})),
+    )
+    .await;
+    a.rpc(
+        "messages.updateDialogFilter",
+        filter(4, "Gone", json!({"contacts": true})),
+    )
+    .await;
     a.rpc("messages.updateDialogFilter", json!({"id": 4})).await;
-    a.rpc("messages.updateDialogFiltersOrder", json!({"order": [3, 2]})).await;
-    a.rpc("messages.toggleDialogFilterTags", json!({"enabled": true})).await;
+    a.rpc(
+        "messages.updateDialogFiltersOrder",
+        json!({"order": [3, 2]}),
+    )
+    .await;
+    a.rpc("messages.toggleDialogFilterTags", json!({"enabled": true}))
+        .await;
     let iu = |i: usize| json!({"_": "inputUser", "user_id": id(i), "access_hash": peers[i]["access_hash"]});
-    a.rpc("contacts.addContact", json!({"id": iu(1), "first_name": "Best", "last_name": "Friend"})).await;
-    a.rpc("contacts.addContact", json!({"id": iu(2), "first_name": "Tmp"})).await;
+    a.rpc(
+        "contacts.addContact",
+        json!({"id": iu(1), "first_name": "Best", "last_name": "Friend"}),
+    )
+    .await;
+    a.rpc(
+        "contacts.addContact",
+        json!({"id": iu(2), "first_name": "Tmp"}),
+    )
+    .await;
     a.rpc("contacts.importContacts", json!({"contacts": [{"client_id": 1, "phone": "+15556060004", "first_name": "Four", "last_name": "Imported"}]})).await;
-    a.rpc("contacts.deleteContacts", json!({"id": [iu(2)]})).await;
-    a.rpc("contacts.addContact", json!({"id": iu(1), "first_name": "Bestest", "last_name": "Friend"})).await;
-    a.rpc("messages.hidePeerSettingsBar", json!({"peer": peers[2]})).await;
+    a.rpc("contacts.deleteContacts", json!({"id": [iu(2)]}))
+        .await;
+    a.rpc(
+        "contacts.addContact",
+        json!({"id": iu(1), "first_name": "Bestest", "last_name": "Friend"}),
+    )
+    .await;
+    a.rpc("messages.hidePeerSettingsBar", json!({"peer": peers[2]}))
+        .await;
 
     // B comes back: the difference, paged, folded.
     let mut replica = Organization::default();
     let mut at = from;
     loop {
-        let d = b.rpc("updates.getDifference", json!({"pts": at, "date": 0, "qts": 0})).await;
+        let d = b
+            .rpc(
+                "updates.getDifference",
+                json!({"pts": at, "date": 0, "qts": 0}),
+            )
+            .await;
         if d["_"] == "updates.differenceEmpty" {
             break;
         }
@@ -640,7 +1215,11 @@ async fn an_offline_device_catches_up_to_exactly_the_same_organization() {
         for u in d["other_updates"].as_array().unwrap() {
             replica.apply(u, &users);
         }
-        let state = if d["_"] == "updates.differenceSlice" { &d["intermediate_state"] } else { &d["state"] };
+        let state = if d["_"] == "updates.differenceSlice" {
+            &d["intermediate_state"]
+        } else {
+            &d["state"]
+        };
         at = state["pts"].as_i64().unwrap();
         if d["_"] == "updates.difference" {
             break;
@@ -656,19 +1235,36 @@ async fn an_offline_device_catches_up_to_exactly_the_same_organization() {
     replica.unread_marks.retain(|_, v| *v);
     replica.pinned.retain(|_, v| !v.is_empty());
     assert_eq!(replica, server);
-    assert_eq!(server.pinned, BTreeMap::from([(0, vec![id(2)]), (1, vec![id(3)])]));
+    assert_eq!(
+        server.pinned,
+        BTreeMap::from([(0, vec![id(2)]), (1, vec![id(3)])])
+    );
     assert_eq!(server.filter_order, vec![3, 2]);
 
     // And B's own queries answer exactly what A's do, for every folder and filter.
-    for params in [json!({}), json!({"folder_id": 1}), json!({"folder_id": 2}), json!({"folder_id": 3}), json!({"exclude_pinned": true})] {
+    for params in [
+        json!({}),
+        json!({"folder_id": 1}),
+        json!({"folder_id": 2}),
+        json!({"folder_id": 3}),
+        json!({"exclude_pinned": true}),
+    ] {
         assert_eq!(dialogs(&b, params.clone()).await, dialogs(&a, params).await);
     }
-    assert_eq!(b.rpc("messages.getDialogFilters", json!({})).await, a.rpc("messages.getDialogFilters", json!({})).await);
-    assert_eq!(b.rpc("contacts.getContacts", json!({})).await, a.rpc("contacts.getContacts", json!({})).await);
+    assert_eq!(
+        b.rpc("messages.getDialogFilters", json!({})).await,
+        a.rpc("messages.getDialogFilters", json!({})).await
+    );
+    assert_eq!(
+        b.rpc("contacts.getContacts", json!({})).await,
+        a.rpc("contacts.getContacts", json!({})).await
+    );
     assert_projections_clean(&s).await;
     // A rebuild from the log gives the same answers.
     let before = dialogs(&a, json!({"folder_id": 2})).await;
-    projections::rebuild::rebuild_all(&s.pool).await.expect("rebuild");
+    projections::rebuild::rebuild_all(&s.pool)
+        .await
+        .expect("rebuild");
     assert_eq!(dialogs(&a, json!({"folder_id": 2})).await, before);
     assert_projections_clean(&s).await;
     s.stop().await;
@@ -680,21 +1276,61 @@ async fn limits_at_their_boundaries() {
     let (alice, _others, peers) = setup(&s, 607, 101).await;
 
     // The archive holds 100 pins, not 101.
-    let folder_peers: Vec<Value> = peers.iter().map(|p| json!({"_": "inputFolderPeer", "peer": p, "folder_id": 1})).collect();
-    let (_, e) = alice.rpc_err("folders.editPeerFolders", json!({"folder_peers": folder_peers})).await;
+    let folder_peers: Vec<Value> = peers
+        .iter()
+        .map(|p| json!({"_": "inputFolderPeer", "peer": p, "folder_id": 1}))
+        .collect();
+    let (_, e) = alice
+        .rpc_err(
+            "folders.editPeerFolders",
+            json!({"folder_peers": folder_peers}),
+        )
+        .await;
     assert_eq!(e, "LIMIT_INVALID", "101 peers in one call");
-    alice.rpc("folders.editPeerFolders", json!({"folder_peers": folder_peers[..100]})).await;
-    alice.rpc("folders.editPeerFolders", json!({"folder_peers": folder_peers[100..]})).await;
+    alice
+        .rpc(
+            "folders.editPeerFolders",
+            json!({"folder_peers": folder_peers[..100]}),
+        )
+        .await;
+    alice
+        .rpc(
+            "folders.editPeerFolders",
+            json!({"folder_peers": folder_peers[100..]}),
+        )
+        .await;
     for p in &peers[..100] {
-        alice.rpc("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(p)})).await;
+        alice
+            .rpc(
+                "messages.toggleDialogPin",
+                json!({"pinned": true, "peer": dp(p)}),
+            )
+            .await;
     }
-    let (_, e) = alice.rpc_err("messages.toggleDialogPin", json!({"pinned": true, "peer": dp(&peers[100])})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": dp(&peers[100])}),
+        )
+        .await;
     assert_eq!(e, "PINNED_DIALOGS_TOO_MUCH");
     let all: Vec<Value> = peers.iter().map(dp).collect();
-    let (_, e) = alice.rpc_err("messages.reorderPinnedDialogs", json!({"force": true, "folder_id": 1, "order": all})).await;
+    let (_, e) = alice
+        .rpc_err(
+            "messages.reorderPinnedDialogs",
+            json!({"force": true, "folder_id": 1, "order": all}),
+        )
+        .await;
     assert_eq!(e, "PINNED_DIALOGS_TOO_MUCH");
-    alice.rpc("messages.reorderPinnedDialogs", json!({"force": true, "folder_id": 1, "order": all[1..101]})).await;
-    let pinned = alice.rpc("messages.getPinnedDialogs", json!({"folder_id": 1})).await;
+    alice
+        .rpc(
+            "messages.reorderPinnedDialogs",
+            json!({"force": true, "folder_id": 1, "order": all[1..101]}),
+        )
+        .await;
+    let pinned = alice
+        .rpc("messages.getPinnedDialogs", json!({"folder_id": 1}))
+        .await;
     assert_eq!(ids(&pinned).len(), 100);
     // The first page of the archive carries every pin, even past the limit of 100.
     let r = dialogs(&alice, json!({"folder_id": 1, "limit": 100})).await;
@@ -706,9 +1342,13 @@ async fn limits_at_their_boundaries() {
     let book: Vec<Value> = (0..1001)
         .map(|i| json!({"client_id": i, "phone": format!("+1999{i:07}"), "first_name": "N", "last_name": ""}))
         .collect();
-    let (_, e) = alice.rpc_err("contacts.importContacts", json!({"contacts": book})).await;
+    let (_, e) = alice
+        .rpc_err("contacts.importContacts", json!({"contacts": book}))
+        .await;
     assert_eq!(e, "LIMIT_INVALID");
-    let r = alice.rpc("contacts.importContacts", json!({"contacts": book[..1000]})).await;
+    let r = alice
+        .rpc("contacts.importContacts", json!({"contacts": book[..1000]}))
+        .await;
     assert_eq!(r["imported"], json!([]));
     assert_projections_clean(&s).await;
     s.stop().await;

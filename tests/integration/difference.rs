@@ -50,20 +50,31 @@ pub(crate) struct Replica {
 
 pub(crate) fn peer_user(v: &Value) -> i64 {
     assert_eq!(v["_"], "peerUser", "peer {v}");
-    v["user_id"].as_i64().unwrap_or_else(|| panic!("peer user_id in {v}"))
+    v["user_id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("peer user_id in {v}"))
 }
 
 fn int(v: &Value, field: &str) -> i32 {
-    v[field].as_i64().unwrap_or_else(|| panic!("{field} missing in {v}")) as i32
+    v[field]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{field} missing in {v}")) as i32
 }
 
 fn id_list(v: &Value) -> Vec<i32> {
-    v.as_array().unwrap_or_else(|| panic!("id list {v}")).iter().map(|x| x.as_i64().expect("id") as i32).collect()
+    v.as_array()
+        .unwrap_or_else(|| panic!("id list {v}"))
+        .iter()
+        .map(|x| x.as_i64().expect("id") as i32)
+        .collect()
 }
 
 impl Replica {
     pub fn new(me: i64) -> Self {
-        Self { me, ..Self::default() }
+        Self {
+            me,
+            ..Self::default()
+        }
     }
 
     pub fn visible_in(&self, peer: i64) -> impl DoubleEndedIterator<Item = (&i32, &Value)> {
@@ -73,11 +84,15 @@ impl Replica {
     }
 
     fn unread_in(&self, peer: i64, read_inbox_max_id: i32) -> i32 {
-        self.visible_in(peer).filter(|(id, m)| **id > read_inbox_max_id && m["out"] == false).count() as i32
+        self.visible_in(peer)
+            .filter(|(id, m)| **id > read_inbox_max_id && m["out"] == false)
+            .count() as i32
     }
 
     fn top_of(&self, peer: i64) -> Option<(i32, i32)> {
-        self.visible_in(peer).last().map(|(id, m)| (*id, int(m, "date")))
+        self.visible_in(peer)
+            .last()
+            .map(|(id, m)| (*id, int(m, "date")))
     }
 
     /// Applies one `updates.getDifference` answer that starts at `self.pts`; answers how many events
@@ -96,7 +111,8 @@ impl Replica {
         assert_eq!(diff["chats"], json!([]), "private chats only");
         assert_eq!(diff["new_encrypted_messages"], json!([]));
         for u in diff["users"].as_array().expect("users") {
-            self.users.insert(u["id"].as_i64().expect("user id"), u.clone());
+            self.users
+                .insert(u["id"].as_i64().expect("user id"), u.clone());
         }
         let new_messages = diff["new_messages"].as_array().expect("new_messages");
         let other_updates = diff["other_updates"].as_array().expect("other_updates");
@@ -106,7 +122,10 @@ impl Replica {
         let mut blocked_since = 0;
         for u in other_updates {
             if u["_"] == "updatePeerBlocked" {
-                assert!(u.get("pts").is_none(), "updatePeerBlocked carries no pts: {u}");
+                assert!(
+                    u.get("pts").is_none(),
+                    "updatePeerBlocked carries no pts: {u}"
+                );
                 blocked_since += 1;
                 self.apply_update(u);
                 continue;
@@ -130,14 +149,27 @@ impl Replica {
             blocked_since = 0;
         }
         let gap = end - cursor - blocked_since;
-        assert!(gap >= 0, "state pts {end} is before the last update's pts {cursor}");
+        assert!(
+            gap >= 0,
+            "state pts {end} is before the last update's pts {cursor}"
+        );
         for _ in 0..gap {
-            let m = news.next().unwrap_or_else(|| panic!("state pts {end}: {gap} pts not covered by new_messages"));
+            let m = news.next().unwrap_or_else(|| {
+                panic!("state pts {end}: {gap} pts not covered by new_messages")
+            });
             self.apply_new_message(m);
         }
-        assert!(news.next().is_none(), "more new_messages than pts between {} and {end}", self.pts);
+        assert!(
+            news.next().is_none(),
+            "more new_messages than pts between {} and {end}",
+            self.pts
+        );
         let events = new_messages.len() + other_updates.len();
-        assert_eq!(events == 0, end == self.pts, "an answer that moves pts carries events");
+        assert_eq!(
+            events == 0,
+            end == self.pts,
+            "an answer that moves pts carries events"
+        );
         self.pts = end;
         events
     }
@@ -152,12 +184,22 @@ impl Replica {
         let peer = peer_user(&m["peer_id"]);
         let from = peer_user(&m["from_id"]);
         if peer == self.me {
-            assert!(m["out"] == true && from == self.me, "Saved Messages are outgoing: {m}");
+            assert!(
+                m["out"] == true && from == self.me,
+                "Saved Messages are outgoing: {m}"
+            );
         } else {
-            assert_eq!(m["out"] == true, from == self.me, "out iff sent by the owner: {m}");
+            assert_eq!(
+                m["out"] == true,
+                from == self.me,
+                "out iff sent by the owner: {m}"
+            );
         }
         self.messages.insert(id, m.clone());
-        let fresh = DialogGuess { candidates: BTreeSet::from([(0, 0)]), may_be_gone: false };
+        let fresh = DialogGuess {
+            candidates: BTreeSet::from([(0, 0)]),
+            may_be_gone: false,
+        };
         self.dialogs
             .entry(peer)
             .and_modify(|d| {
@@ -172,14 +214,27 @@ impl Replica {
 
     fn apply_update(&mut self, u: &Value) {
         match u["_"].as_str().unwrap_or_default() {
-            "updateNewMessage" => panic!("updateNewMessage belongs in new_messages of a difference: {u}"),
+            "updateNewMessage" => {
+                panic!("updateNewMessage belongs in new_messages of a difference: {u}")
+            }
             "updateEditMessage" => {
                 assert_eq!(u["pts_count"], 1);
                 let m = &u["message"];
                 let id = int(m, "id");
-                let old = self.messages.get(&id).unwrap_or_else(|| panic!("edit of unknown box {id}: {u}"));
+                let old = self
+                    .messages
+                    .get(&id)
+                    .unwrap_or_else(|| panic!("edit of unknown box {id}: {u}"));
                 assert!(!self.deleted.contains(&id), "edit of deleted box {id}");
-                for same in ["out", "from_id", "peer_id", "date", "fwd_from", "silent", "noforwards"] {
+                for same in [
+                    "out",
+                    "from_id",
+                    "peer_id",
+                    "date",
+                    "fwd_from",
+                    "silent",
+                    "noforwards",
+                ] {
                     assert_eq!(old[same], m[same], "an edit keeps {same}: {old} -> {m}");
                 }
                 assert!(m["edit_date"].as_i64().is_some(), "edit_date set: {m}");
@@ -188,11 +243,22 @@ impl Replica {
             }
             "updateDeleteMessages" => {
                 let ids = id_list(&u["messages"]);
-                assert_eq!(ids.len() as i32, int(u, "pts_count"), "pts_count is the number of ids: {u}");
-                assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), ids.len(), "distinct ids: {u}");
+                assert_eq!(
+                    ids.len() as i32,
+                    int(u, "pts_count"),
+                    "pts_count is the number of ids: {u}"
+                );
+                assert_eq!(
+                    ids.iter().collect::<BTreeSet<_>>().len(),
+                    ids.len(),
+                    "distinct ids: {u}"
+                );
                 let mut peers = BTreeSet::new();
                 for id in &ids {
-                    let m = self.messages.get(id).unwrap_or_else(|| panic!("delete of unknown box {id}: {u}"));
+                    let m = self
+                        .messages
+                        .get(id)
+                        .unwrap_or_else(|| panic!("delete of unknown box {id}: {u}"));
                     peers.insert(peer_user(&m["peer_id"]));
                     assert!(self.deleted.insert(*id), "box {id} deleted twice: {u}");
                 }
@@ -211,7 +277,11 @@ impl Replica {
                 assert_eq!(u["folder_id"], 0);
                 let peer = peer_user(&u["peer"]);
                 let (max_id, still) = (int(u, "max_id"), int(u, "still_unread_count"));
-                let mut d = self.dialogs.get(&peer).cloned().unwrap_or_else(|| panic!("read of a chat without a dialog: {u}"));
+                let mut d = self
+                    .dialogs
+                    .get(&peer)
+                    .cloned()
+                    .unwrap_or_else(|| panic!("read of a chat without a dialog: {u}"));
                 // Reads happen only on an existing dialog: it was kept.
                 d.may_be_gone = false;
                 d.candidates = d
@@ -220,7 +290,10 @@ impl Replica {
                     .map(|&(inbox, outbox)| (inbox.max(max_id), outbox))
                     .filter(|&(inbox, _)| self.unread_in(peer, inbox) == still)
                     .collect();
-                assert!(!d.candidates.is_empty(), "still_unread_count {still} matches no possible state: {u}");
+                assert!(
+                    !d.candidates.is_empty(),
+                    "still_unread_count {still} matches no possible state: {u}"
+                );
                 self.dialogs.insert(peer, d);
                 *self.applied.entry("read_history_inbox").or_default() += 1;
             }
@@ -228,18 +301,34 @@ impl Replica {
                 assert_eq!(u["pts_count"], 1);
                 let peer = peer_user(&u["peer"]);
                 let max_id = int(u, "max_id");
-                let m = self.messages.get(&max_id).unwrap_or_else(|| panic!("outbox read of unknown box: {u}"));
-                assert!(m["out"] == true && peer_user(&m["peer_id"]) == peer, "outbox read names an outgoing message of the chat: {u}");
-                let d = self.dialogs.get_mut(&peer).unwrap_or_else(|| panic!("outbox read without a dialog: {u}"));
+                let m = self
+                    .messages
+                    .get(&max_id)
+                    .unwrap_or_else(|| panic!("outbox read of unknown box: {u}"));
+                assert!(
+                    m["out"] == true && peer_user(&m["peer_id"]) == peer,
+                    "outbox read names an outgoing message of the chat: {u}"
+                );
+                let d = self
+                    .dialogs
+                    .get_mut(&peer)
+                    .unwrap_or_else(|| panic!("outbox read without a dialog: {u}"));
                 d.may_be_gone = false;
-                d.candidates = d.candidates.iter().map(|&(inbox, outbox)| (inbox, outbox.max(max_id))).collect();
+                d.candidates = d
+                    .candidates
+                    .iter()
+                    .map(|&(inbox, outbox)| (inbox, outbox.max(max_id)))
+                    .collect();
                 *self.applied.entry("read_history_outbox").or_default() += 1;
             }
             "updateReadMessagesContents" => {
                 let ids = id_list(&u["messages"]);
                 assert_eq!(ids.len() as i32, int(u, "pts_count"), "{u}");
                 for id in ids {
-                    let m = self.messages.get_mut(&id).unwrap_or_else(|| panic!("contents read of unknown box {id}"));
+                    let m = self
+                        .messages
+                        .get_mut(&id)
+                        .unwrap_or_else(|| panic!("contents read of unknown box {id}"));
                     m["media_unread"] = json!(false);
                 }
                 *self.applied.entry("read_message_contents").or_default() += 1;
@@ -247,7 +336,10 @@ impl Replica {
             "updatePeerBlocked" => {
                 let peer = peer_user(&u["peer_id"]);
                 if u["blocked"] == true {
-                    assert!(self.blocked.insert(peer), "blocked twice without unblock: {u}");
+                    assert!(
+                        self.blocked.insert(peer),
+                        "blocked twice without unblock: {u}"
+                    );
                 } else {
                     assert!(self.blocked.remove(&peer), "unblocked without a block: {u}");
                 }
@@ -263,7 +355,10 @@ impl Replica {
         if peer == self.me {
             return self_peer();
         }
-        let u = self.users.get(&peer).unwrap_or_else(|| panic!("no user object for {peer} in any difference"));
+        let u = self
+            .users
+            .get(&peer)
+            .unwrap_or_else(|| panic!("no user object for {peer} in any difference"));
         json!({"_": "inputPeerUser", "user_id": peer, "access_hash": u["access_hash"]})
     }
 
@@ -272,7 +367,11 @@ impl Replica {
     pub async fn assert_matches(&self, dev: &Device, histories: bool) -> ReplicaMatch {
         assert_eq!(dev.user_id, self.me);
         let state = dev.state().await;
-        assert_eq!(int(&state, "pts"), self.pts, "the fold is at getState's pts");
+        assert_eq!(
+            int(&state, "pts"),
+            self.pts,
+            "the fold is at getState's pts"
+        );
         let server = all_dialogs(dev).await;
         let mut report = ReplicaMatch::default();
         let mut expected_order: Vec<(i32, i32, i64)> = Vec::new();
@@ -281,7 +380,10 @@ impl Replica {
         for (d, top) in &server {
             let peer = peer_user(&d["peer"]);
             seen.insert(peer);
-            let guess = self.dialogs.get(&peer).unwrap_or_else(|| panic!("getDialogs has {peer} that the fold never saw: {d}"));
+            let guess = self
+                .dialogs
+                .get(&peer)
+                .unwrap_or_else(|| panic!("getDialogs has {peer} that the fold never saw: {d}"));
             let (top_id, top_date) = self.top_of(peer).unwrap_or((0, 0));
             assert_eq!(int(d, "top_message"), top_id, "top_message of {peer}: {d}");
             let row = (int(d, "read_inbox_max_id"), int(d, "read_outbox_max_id"));
@@ -291,7 +393,11 @@ impl Replica {
                 "read watermarks of the dialog with {peer}: server {row:?}, fold {:?}: {d}",
                 guess.candidates
             );
-            assert_eq!(unread, self.unread_in(peer, row.0), "unread_count of the dialog with {peer}: {d}");
+            assert_eq!(
+                unread,
+                self.unread_in(peer, row.0),
+                "unread_count of the dialog with {peer}: {d}"
+            );
             assert_eq!(d["unread_mark"], false);
             if guess.candidates.len() > 1 {
                 report.ambiguous_watermarks += 1;
@@ -300,8 +406,13 @@ impl Replica {
                 assert!(top.is_none());
                 report.empty_dialogs_kept += 1;
             } else {
-                let m = top.as_ref().unwrap_or_else(|| panic!("top message {top_id} of {peer} missing from the answer"));
-                assert_eq!(m, &self.messages[&top_id], "top message of the dialog with {peer}");
+                let m = top.as_ref().unwrap_or_else(|| {
+                    panic!("top message {top_id} of {peer} missing from the answer")
+                });
+                assert_eq!(
+                    m, &self.messages[&top_id],
+                    "top message of the dialog with {peer}"
+                );
             }
             unread_total += unread;
             expected_order.push((top_date, top_id, peer));
@@ -317,14 +428,25 @@ impl Replica {
         }
         let mut sorted = expected_order.clone();
         sorted.sort_by(|a, b| b.cmp(a));
-        assert_eq!(expected_order, sorted, "getDialogs is ordered by (top date, top id, peer) descending");
-        assert_eq!(int(&state, "unread_count"), unread_total, "getState unread_count is the dialogs' sum");
+        assert_eq!(
+            expected_order, sorted,
+            "getDialogs is ordered by (top date, top id, peer) descending"
+        );
+        assert_eq!(
+            int(&state, "unread_count"),
+            unread_total,
+            "getState unread_count is the dialogs' sum"
+        );
         report.dialogs = server.len();
         if histories {
             for peer in seen {
                 let history = full_history(dev, &self.input_peer(peer)).await;
                 let expected: Vec<&Value> = self.visible_in(peer).map(|(_, m)| m).rev().collect();
-                assert_eq!(history.len(), expected.len(), "history length of the chat with {peer}");
+                assert_eq!(
+                    history.len(),
+                    expected.len(),
+                    "history length of the chat with {peer}"
+                );
                 for (got, want) in history.iter().zip(expected) {
                     assert_eq!(got, want, "history of the chat with {peer}");
                 }
@@ -347,9 +469,16 @@ pub(crate) struct ReplicaMatch {
 /// Every dialog of folder 0 with its top message (if any), in list order.
 pub(crate) async fn all_dialogs(dev: &Device) -> Vec<(Value, Option<Value>)> {
     let r = dev.rpc("messages.getDialogs", json!({"limit": 100})).await;
-    assert_eq!(r["_"], "messages.dialogs", "fewer than 100 dialogs: one page");
-    let tops: BTreeMap<i32, Value> =
-        r["messages"].as_array().unwrap().iter().map(|m| (int(m, "id"), m.clone())).collect();
+    assert_eq!(
+        r["_"], "messages.dialogs",
+        "fewer than 100 dialogs: one page"
+    );
+    let tops: BTreeMap<i32, Value> = r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (int(m, "id"), m.clone()))
+        .collect();
     r["dialogs"]
         .as_array()
         .unwrap()
@@ -366,7 +495,12 @@ pub(crate) async fn full_history(dev: &Device, peer: &Value) -> Vec<Value> {
     let mut all: Vec<Value> = Vec::new();
     let mut offset_id = 0;
     loop {
-        let r = dev.rpc("messages.getHistory", json!({"peer": peer, "offset_id": offset_id, "limit": 100})).await;
+        let r = dev
+            .rpc(
+                "messages.getHistory",
+                json!({"peer": peer, "offset_id": offset_id, "limit": 100}),
+            )
+            .await;
         let page = r["messages"].as_array().unwrap().clone();
         let n = page.len();
         if let Some(last) = page.last() {
@@ -378,7 +512,10 @@ pub(crate) async fn full_history(dev: &Device, peer: &Value) -> Vec<Value> {
         }
     }
     let ids: Vec<i32> = all.iter().map(|m| int(m, "id")).collect();
-    assert!(ids.windows(2).all(|w| w[0] > w[1]), "history pages are newest first without repeats: {ids:?}");
+    assert!(
+        ids.windows(2).all(|w| w[0] > w[1]),
+        "history pages are newest first without repeats: {ids:?}"
+    );
     all
 }
 
@@ -388,7 +525,12 @@ pub(crate) async fn catch_up(dev: &Device, replica: &mut Replica) -> Vec<(String
     let mut pages = Vec::new();
     loop {
         let before = replica.pts;
-        let diff = dev.rpc("updates.getDifference", json!({"pts": before, "date": 0, "qts": 0})).await;
+        let diff = dev
+            .rpc(
+                "updates.getDifference",
+                json!({"pts": before, "date": 0, "qts": 0}),
+            )
+            .await;
         check_users(replica.me, &diff);
         let events = replica.apply_difference(&diff);
         let kind = diff["_"].as_str().unwrap().to_string();
@@ -412,11 +554,19 @@ pub(crate) fn check_users(viewer: i64, diff: &Value) {
     }
     let users = diff["users"].as_array().unwrap();
     let ids: Vec<i64> = users.iter().map(|u| u["id"].as_i64().unwrap()).collect();
-    assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), ids.len(), "users listed once: {ids:?}");
+    assert_eq!(
+        ids.iter().collect::<BTreeSet<_>>().len(),
+        ids.len(),
+        "users listed once: {ids:?}"
+    );
     for u in users {
         assert_eq!(u["_"], "user");
         assert_eq!(u["self"] == true, u["id"] == viewer, "self flag: {u}");
-        assert_eq!(u["phone"].is_string(), u["id"] == viewer, "phone only for oneself: {u}");
+        assert_eq!(
+            u["phone"].is_string(),
+            u["id"] == viewer,
+            "phone only for oneself: {u}"
+        );
         assert!(u["access_hash"].is_i64(), "access hash: {u}");
     }
     let mut mentioned = BTreeSet::new();
@@ -435,7 +585,10 @@ pub(crate) fn check_users(viewer: i64, diff: &Value) {
         }
     }
     for id in mentioned {
-        assert!(ids.contains(&id), "user {id} is mentioned but not in users: {diff}");
+        assert!(
+            ids.contains(&id),
+            "user {id} is mentioned but not in users: {diff}"
+        );
     }
 }
 
@@ -448,7 +601,11 @@ fn diff_kind(v: &Value) -> &str {
 }
 
 async fn get_difference(dev: &Device, pts: i64) -> Value {
-    dev.rpc("updates.getDifference", json!({"pts": pts, "date": 0, "qts": 0})).await
+    dev.rpc(
+        "updates.getDifference",
+        json!({"pts": pts, "date": 0, "qts": 0}),
+    )
+    .await
 }
 
 /// (kind, pts, pts_count) of every update that carries pts, in order.
@@ -458,12 +615,23 @@ fn pts_updates(diff: &Value) -> Vec<(String, i64, i64)> {
         .unwrap()
         .iter()
         .filter(|u| u.get("pts").is_some())
-        .map(|u| (u["_"].as_str().unwrap().to_string(), u["pts"].as_i64().unwrap(), u["pts_count"].as_i64().unwrap()))
+        .map(|u| {
+            (
+                u["_"].as_str().unwrap().to_string(),
+                u["pts"].as_i64().unwrap(),
+                u["pts_count"].as_i64().unwrap(),
+            )
+        })
         .collect()
 }
 
 fn texts(diff: &Value) -> Vec<String> {
-    diff["new_messages"].as_array().unwrap().iter().map(|m| m["message"].as_str().unwrap().to_string()).collect()
+    diff["new_messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["message"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[tokio::test]
@@ -475,7 +643,11 @@ async fn second_device_catches_up_from_the_log() {
     assert_eq!(a1.user_id, a2.user_id, "same phone, same account");
     assert_ne!(a1.token, a2.token, "every login is a new device");
     let (alice_id, bob_id) = (a1.user_id, bob.user_id);
-    assert_eq!(get_difference(&a2, 0).await["_"], "updates.differenceEmpty", "nothing happened yet");
+    assert_eq!(
+        get_difference(&a2, 0).await["_"],
+        "updates.differenceEmpty",
+        "nothing happened yet"
+    );
 
     let to_bob = a1.peer_of("+15550102").await;
     let to_alice = bob.peer_of("+15550101").await;
@@ -487,20 +659,57 @@ async fn second_device_catches_up_from_the_log() {
     a1.send(&to_bob, "m2").await; // 2 new (box 2)
     bob.send(&to_alice, "r1").await; // 3 new (box 3, incoming)
     let reply = json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1, "quote_text": "m", "quote_offset": 0});
-    bob.rpc("messages.sendMessage", json!({"peer": to_alice, "message": "r2", "random_id": 7001, "reply_to": reply})).await; // 4 new (box 4, a reply to Bob's box 1 = Alice's box 1)
+    bob.rpc(
+        "messages.sendMessage",
+        json!({"peer": to_alice, "message": "r2", "random_id": 7001, "reply_to": reply}),
+    )
+    .await; // 4 new (box 4, a reply to Bob's box 1 = Alice's box 1)
     a1.send(&self_peer(), "note to self").await; // 5 new (box 5, Saved Messages)
-    let edit = a1.rpc("messages.editMessage", json!({"peer": to_bob, "id": 2, "message": "m2 (edited)"})).await; // 6 edit
+    let edit = a1
+        .rpc(
+            "messages.editMessage",
+            json!({"peer": to_bob, "id": 2, "message": "m2 (edited)"}),
+        )
+        .await; // 6 edit
     assert_eq!(edit["updates"][0]["pts"], 6);
-    let read = a1.rpc("messages.readHistory", json!({"peer": to_bob, "max_id": 0})).await; // 7 read inbox up to 4
-    assert_eq!((read["pts"].as_i64(), read["pts_count"].as_i64()), (Some(7), Some(1)));
+    let read = a1
+        .rpc("messages.readHistory", json!({"peer": to_bob, "max_id": 0}))
+        .await; // 7 read inbox up to 4
+    assert_eq!(
+        (read["pts"].as_i64(), read["pts_count"].as_i64()),
+        (Some(7), Some(1))
+    );
     a1.send(&to_bob, "m3").await; // 8 new (box 6)
     a1.send(&to_bob, "m4").await; // 9 new (box 7)
-    let del = a1.rpc("messages.deleteMessages", json!({"id": [6, 7, 999], "revoke": true})).await; // 11 delete 2 ids
-    assert_eq!((del["pts"].as_i64(), del["pts_count"].as_i64()), (Some(11), Some(2)), "the bogus id is dropped");
-    let del = a1.rpc("messages.deleteMessages", json!({"id": [3], "revoke": false})).await; // 12 delete r1 (Alice only)
-    assert_eq!((del["pts"].as_i64(), del["pts_count"].as_i64()), (Some(12), Some(1)));
-    assert_eq!(a1.rpc("contacts.block", json!({"id": to_bob})).await, json!({"_": "boolTrue"})); // 13 blocked
-    assert_eq!(bob.send(&to_alice, "unseen").await["_"], "updateShortSentMessage"); // nothing for Alice
+    let del = a1
+        .rpc(
+            "messages.deleteMessages",
+            json!({"id": [6, 7, 999], "revoke": true}),
+        )
+        .await; // 11 delete 2 ids
+    assert_eq!(
+        (del["pts"].as_i64(), del["pts_count"].as_i64()),
+        (Some(11), Some(2)),
+        "the bogus id is dropped"
+    );
+    let del = a1
+        .rpc(
+            "messages.deleteMessages",
+            json!({"id": [3], "revoke": false}),
+        )
+        .await; // 12 delete r1 (Alice only)
+    assert_eq!(
+        (del["pts"].as_i64(), del["pts_count"].as_i64()),
+        (Some(12), Some(1))
+    );
+    assert_eq!(
+        a1.rpc("contacts.block", json!({"id": to_bob})).await,
+        json!({"_": "boolTrue"})
+    ); // 13 blocked
+    assert_eq!(
+        bob.send(&to_alice, "unseen").await["_"],
+        "updateShortSentMessage"
+    ); // nothing for Alice
     a1.rpc("contacts.unblock", json!({"id": to_bob})).await; // 14 unblocked
     bob.send(&to_alice, "r3").await; // 15 new (box 8, incoming, unread)
     let alice_pts = a1.state().await["pts"].as_i64().unwrap();
@@ -509,19 +718,48 @@ async fn second_device_catches_up_from_the_log() {
     // The offline device asks from 0.
     let diff = get_difference(&a2, 0).await;
     assert_eq!(diff_kind(&diff), "updates.difference", "{diff}");
-    assert_eq!(diff["state"]["pts"].as_i64(), Some(alice_pts), "state.pts is getState's pts");
+    assert_eq!(
+        diff["state"]["pts"].as_i64(),
+        Some(alice_pts),
+        "state.pts is getState's pts"
+    );
     assert_eq!(diff["state"]["unread_count"], 1, "r3 is unread");
-    assert_eq!(texts(&diff), ["m1", "m2", "r1", "r2", "note to self", "m3", "m4", "r3"], "own sends appear too");
-    let ids: Vec<i64> = diff["new_messages"].as_array().unwrap().iter().map(|m| m["id"].as_i64().unwrap()).collect();
+    assert_eq!(
+        texts(&diff),
+        ["m1", "m2", "r1", "r2", "note to self", "m3", "m4", "r3"],
+        "own sends appear too"
+    );
+    let ids: Vec<i64> = diff["new_messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_i64().unwrap())
+        .collect();
     assert_eq!(ids, [1, 2, 3, 4, 5, 6, 7, 8], "Alice's box ids");
     let news = diff["new_messages"].as_array().unwrap();
-    assert_eq!(news[0]["message"], "m1", "new_messages carry the text as sent, the edit comes later");
+    assert_eq!(
+        news[0]["message"], "m1",
+        "new_messages carry the text as sent, the edit comes later"
+    );
     assert_eq!(news[1]["message"], "m2");
-    assert_eq!((news[0]["out"].as_bool(), news[2]["out"].as_bool()), (Some(true), Some(false)));
-    assert_eq!(news[3]["reply_to"]["reply_to_msg_id"], 1, "Bob's reply to his box 1 is a reply to Alice's box 1");
+    assert_eq!(
+        (news[0]["out"].as_bool(), news[2]["out"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert_eq!(
+        news[3]["reply_to"]["reply_to_msg_id"], 1,
+        "Bob's reply to his box 1 is a reply to Alice's box 1"
+    );
     assert_eq!(news[3]["reply_to"]["quote_text"], "m");
-    assert_eq!(news[4]["peer_id"], json!({"_": "peerUser", "user_id": alice_id}), "Saved Messages");
-    assert_eq!(news[7]["from_id"], json!({"_": "peerUser", "user_id": bob_id}));
+    assert_eq!(
+        news[4]["peer_id"],
+        json!({"_": "peerUser", "user_id": alice_id}),
+        "Saved Messages"
+    );
+    assert_eq!(
+        news[7]["from_id"],
+        json!({"_": "peerUser", "user_id": bob_id})
+    );
     assert_eq!(
         pts_updates(&diff),
         [
@@ -537,41 +775,88 @@ async fn second_device_catches_up_from_the_log() {
     assert_eq!(others[0]["message"]["id"], 2);
     assert_eq!(others[1]["max_id"], 4);
     assert_eq!(others[1]["still_unread_count"], 0);
-    assert_eq!(others[1]["peer"], json!({"_": "peerUser", "user_id": bob_id}));
+    assert_eq!(
+        others[1]["peer"],
+        json!({"_": "peerUser", "user_id": bob_id})
+    );
     assert_eq!(others[2]["messages"], json!([6, 7]));
     assert_eq!(others[3]["messages"], json!([3]));
-    assert_eq!(others[4], json!({"_": "updatePeerBlocked", "peer_id": {"_": "peerUser", "user_id": bob_id}, "blocked": true}));
+    assert_eq!(
+        others[4],
+        json!({"_": "updatePeerBlocked", "peer_id": {"_": "peerUser", "user_id": bob_id}, "blocked": true})
+    );
     assert_eq!(others[5]["blocked"], false);
     // Users: Alice as herself, Bob with Alice's access hash for him (the one resolvePhone gave).
-    let users: BTreeMap<i64, Value> =
-        diff["users"].as_array().unwrap().iter().map(|u| (u["id"].as_i64().unwrap(), u.clone())).collect();
-    assert_eq!(users.keys().copied().collect::<Vec<_>>(), [alice_id, bob_id]);
+    let users: BTreeMap<i64, Value> = diff["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["id"].as_i64().unwrap(), u.clone()))
+        .collect();
+    assert_eq!(
+        users.keys().copied().collect::<Vec<_>>(),
+        [alice_id, bob_id]
+    );
     assert_eq!(users[&bob_id]["access_hash"].as_i64(), Some(bob_hash));
-    assert_eq!(a2.peer_of("+15550102").await["access_hash"].as_i64(), Some(bob_hash), "one account, one hash");
+    assert_eq!(
+        a2.peer_of("+15550102").await["access_hash"].as_i64(),
+        Some(bob_hash),
+        "one account, one hash"
+    );
     assert_eq!(users[&alice_id]["self"], true);
     assert_eq!(users[&bob_id]["first_name"], "Bob");
     check_users(alice_id, &diff);
 
     // Applying it reproduces what the first device sees.
     let mut replica = Replica::new(alice_id);
-    assert_eq!(replica.apply_difference(&diff), 14, "8 new messages, 6 other updates");
+    assert_eq!(
+        replica.apply_difference(&diff),
+        14,
+        "8 new messages, 6 other updates"
+    );
     let seen = replica.assert_matches(&a1, true).await;
-    assert_eq!((seen.dialogs, seen.messages), (2, 5), "Bob (m1, m2, r2, r3) and Saved Messages");
+    assert_eq!(
+        (seen.dialogs, seen.messages),
+        (2, 5),
+        "Bob (m1, m2, r2, r3) and Saved Messages"
+    );
     replica.assert_matches(&a2, true).await;
     let dialogs = all_dialogs(&a1).await;
-    let bob_dialog = &dialogs.iter().find(|(d, _)| peer_user(&d["peer"]) == bob_id).unwrap().0;
-    assert_eq!((bob_dialog["top_message"].as_i64(), bob_dialog["unread_count"].as_i64()), (Some(8), Some(1)));
+    let bob_dialog = &dialogs
+        .iter()
+        .find(|(d, _)| peer_user(&d["peer"]) == bob_id)
+        .unwrap()
+        .0;
+    assert_eq!(
+        (
+            bob_dialog["top_message"].as_i64(),
+            bob_dialog["unread_count"].as_i64()
+        ),
+        (Some(8), Some(1))
+    );
     assert_eq!(bob_dialog["read_inbox_max_id"], 4);
     assert_eq!(replica.blocked, BTreeSet::new());
 
     // Up to date: nothing more.
-    assert_eq!(get_difference(&a2, alice_pts).await["_"], "updates.differenceEmpty");
+    assert_eq!(
+        get_difference(&a2, alice_pts).await["_"],
+        "updates.differenceEmpty"
+    );
 
     // More happens; the device asks from where it is.
     a1.send(&to_bob, "m5").await; // 16 new (box 9)
-    bob.rpc("messages.readHistory", json!({"peer": to_alice, "max_id": 0})).await; // 17 outbox read up to 9
-    a1.rpc("messages.readHistory", json!({"peer": to_bob, "max_id": 0})).await; // 18 inbox read up to 8
-    a1.rpc("messages.editMessage", json!({"peer": to_bob, "id": 9, "message": "m5!"})).await; // 19 edit
+    bob.rpc(
+        "messages.readHistory",
+        json!({"peer": to_alice, "max_id": 0}),
+    )
+    .await; // 17 outbox read up to 9
+    a1.rpc("messages.readHistory", json!({"peer": to_bob, "max_id": 0}))
+        .await; // 18 inbox read up to 8
+    a1.rpc(
+        "messages.editMessage",
+        json!({"peer": to_bob, "id": 9, "message": "m5!"}),
+    )
+    .await; // 19 edit
     let diff = get_difference(&a2, alice_pts).await;
     assert_eq!(diff_kind(&diff), "updates.difference");
     assert_eq!(texts(&diff), ["m5"]);
@@ -592,12 +877,28 @@ async fn second_device_catches_up_from_the_log() {
     replica.assert_matches(&a1, true).await;
 
     // Clearing and deleting whole chats: the fold keeps both possibilities (see DialogGuess).
-    a1.rpc("messages.deleteHistory", json!({"peer": self_peer(), "just_clear": false})).await; // 20
-    a1.rpc("messages.deleteHistory", json!({"peer": to_bob, "just_clear": true})).await; // 25 (5 ids: 1, 2, 4, 8, 9)
+    a1.rpc(
+        "messages.deleteHistory",
+        json!({"peer": self_peer(), "just_clear": false}),
+    )
+    .await; // 20
+    a1.rpc(
+        "messages.deleteHistory",
+        json!({"peer": to_bob, "just_clear": true}),
+    )
+    .await; // 25 (5 ids: 1, 2, 4, 8, 9)
     catch_up(&a2, &mut replica).await;
     assert_eq!(replica.pts, 25);
     let seen = replica.assert_matches(&a1, true).await;
-    assert_eq!((seen.dialogs, seen.empty_dialogs_kept, seen.empty_dialogs_gone), (1, 1, 1), "cleared chat kept, deleted chat gone");
+    assert_eq!(
+        (
+            seen.dialogs,
+            seen.empty_dialogs_kept,
+            seen.empty_dialogs_gone
+        ),
+        (1, 1, 1),
+        "cleared chat kept, deleted chat gone"
+    );
     bob.send(&to_alice, "after clear").await; // 26
     a1.send(&self_peer(), "saved again").await; // 27: the Saved Messages dialog comes back
     catch_up(&a2, &mut replica).await;
@@ -605,21 +906,56 @@ async fn second_device_catches_up_from_the_log() {
     assert_eq!((seen.dialogs, seen.messages), (2, 2));
 
     // Errors.
-    let (status, msg) = a2.rpc_err("updates.getDifference", json!({"pts": 28, "date": 0, "qts": 0})).await;
-    assert_eq!((status, msg.as_str()), (400, "PERSISTENT_TIMESTAMP_INVALID"), "pts ahead of the state");
-    let (status, msg) = a2.rpc_err("updates.getDifference", json!({"pts": 1000000, "date": 0, "qts": 0})).await;
-    assert_eq!((status, msg.as_str()), (400, "PERSISTENT_TIMESTAMP_INVALID"));
-    let (status, msg) = a2.rpc_err("updates.getDifference", json!({"pts": -1, "date": 0, "qts": 0})).await;
-    assert_eq!((status, msg.as_str()), (400, "PERSISTENT_TIMESTAMP_INVALID"), "negative pts");
-    let (status, _) = a2.rpc_err("updates.getDifference", json!({"date": 0})).await;
+    let (status, msg) = a2
+        .rpc_err(
+            "updates.getDifference",
+            json!({"pts": 28, "date": 0, "qts": 0}),
+        )
+        .await;
+    assert_eq!(
+        (status, msg.as_str()),
+        (400, "PERSISTENT_TIMESTAMP_INVALID"),
+        "pts ahead of the state"
+    );
+    let (status, msg) = a2
+        .rpc_err(
+            "updates.getDifference",
+            json!({"pts": 1000000, "date": 0, "qts": 0}),
+        )
+        .await;
+    assert_eq!(
+        (status, msg.as_str()),
+        (400, "PERSISTENT_TIMESTAMP_INVALID")
+    );
+    let (status, msg) = a2
+        .rpc_err(
+            "updates.getDifference",
+            json!({"pts": -1, "date": 0, "qts": 0}),
+        )
+        .await;
+    assert_eq!(
+        (status, msg.as_str()),
+        (400, "PERSISTENT_TIMESTAMP_INVALID"),
+        "negative pts"
+    );
+    let (status, _) = a2
+        .rpc_err("updates.getDifference", json!({"date": 0}))
+        .await;
     assert_eq!(status, 400, "pts is required");
-    assert_eq!(get_difference(&a2, 27).await["_"], "updates.differenceEmpty");
+    assert_eq!(
+        get_difference(&a2, 27).await["_"],
+        "updates.differenceEmpty"
+    );
 
     // Bob's view through his own difference matches too (his log has the edits, the revoke, the
     // outbox read and no trace of the message Alice never got).
     let mut bob_replica = Replica::new(bob_id);
     catch_up(&bob, &mut bob_replica).await;
-    assert_eq!(bob_replica.applied.get("read_history_outbox"), Some(&2), "Alice read up to r2, then up to r3");
+    assert_eq!(
+        bob_replica.applied.get("read_history_outbox"),
+        Some(&2),
+        "Alice read up to r2, then up to r3"
+    );
     bob_replica.assert_matches(&bob, true).await;
     s.stop().await;
 }
@@ -640,11 +976,21 @@ async fn long_difference_comes_in_slices_of_100() {
                 dave.send(&to_carol, &format!("d{i}")).await;
             }
             5 => {
-                let r = c1.rpc("messages.editMessage", json!({"peer": to_dave, "id": last_own, "message": format!("edit{i}")})).await;
+                let r = c1
+                    .rpc(
+                        "messages.editMessage",
+                        json!({"peer": to_dave, "id": last_own, "message": format!("edit{i}")}),
+                    )
+                    .await;
                 assert_eq!(r["updates"][0]["pts"], i + 1);
             }
             9 => {
-                let r = c1.rpc("messages.readHistory", json!({"peer": to_dave, "max_id": 0})).await;
+                let r = c1
+                    .rpc(
+                        "messages.readHistory",
+                        json!({"peer": to_dave, "max_id": 0}),
+                    )
+                    .await;
                 assert_eq!(r["pts_count"], 1);
             }
             _ => {
@@ -657,7 +1003,11 @@ async fn long_difference_comes_in_slices_of_100() {
 
     let mut replica = Replica::new(c1.user_id);
     let first = get_difference(&c2, 0).await;
-    assert_eq!(diff_kind(&first), "updates.differenceSlice", "250 pending events");
+    assert_eq!(
+        diff_kind(&first),
+        "updates.differenceSlice",
+        "250 pending events"
+    );
     assert_eq!(first["intermediate_state"]["pts"], 100);
     assert!(first.get("state").is_none());
     assert_eq!(replica.apply_difference(&first), 100);
@@ -673,8 +1023,12 @@ async fn long_difference_comes_in_slices_of_100() {
     for page in [&first, &second, &third] {
         check_users(c1.user_id, page);
         // Pages carry 10 events per 10 pts: 6 own sends, 2 of Dave's, an edit and a read.
-        let n = page["new_messages"].as_array().unwrap().len() + page["other_updates"].as_array().unwrap().len();
-        let edits = pts_updates(page).iter().filter(|u| u.0 == "updateEditMessage").count();
+        let n = page["new_messages"].as_array().unwrap().len()
+            + page["other_updates"].as_array().unwrap().len();
+        let edits = pts_updates(page)
+            .iter()
+            .filter(|u| u.0 == "updateEditMessage")
+            .count();
         assert_eq!(edits * 10, n);
     }
     // The same three pages again, as `catch_up` pages them.
@@ -689,7 +1043,11 @@ async fn long_difference_comes_in_slices_of_100() {
         ]
     );
     let seen = replica.assert_matches(&c2, true).await;
-    assert_eq!((seen.dialogs, seen.messages), (1, 200), "150 own sends and 50 of Dave's");
+    assert_eq!(
+        (seen.dialogs, seen.messages),
+        (1, 200),
+        "150 own sends and 50 of Dave's"
+    );
     // Exactly 100 pending is one full answer; 101 is a slice of 100.
     let tail = get_difference(&c2, 150).await;
     assert_eq!(diff_kind(&tail), "updates.difference");

@@ -81,7 +81,12 @@ fn got(pushed: &[Pushed], after: i64) -> Vec<(i64, i64, &'static str)> {
 /// Pushes on one connection only ever go up in pts: no duplicate, nothing out of order.
 fn assert_increasing(who: &str, pushed: &[Pushed]) {
     for w in pushed.windows(2) {
-        assert!(w[1].pts > w[0].pts, "{who} got pts {} after pts {} (duplicate or out of order)", w[1].pts, w[0].pts);
+        assert!(
+            w[1].pts > w[0].pts,
+            "{who} got pts {} after pts {} (duplicate or out of order)",
+            w[1].pts,
+            w[0].pts
+        );
     }
 }
 
@@ -90,15 +95,27 @@ async fn pts_of(device: &Device) -> i64 {
 }
 
 /// Sends until every other device has a push again: the pipeline is live. Answers how long it took.
-async fn wait_live(alice: &Phone, alice2: &Phone, bob: &Phone, bob_peer: &Value, alice_peer: &Value, timeout: Duration) -> Duration {
+async fn wait_live(
+    alice: &Phone,
+    alice2: &Phone,
+    bob: &Phone,
+    bob_peer: &Value,
+    alice_peer: &Value,
+    timeout: Duration,
+) -> Duration {
     let started = Instant::now();
     let mut round = 0;
     loop {
         round += 1;
         let (a2, b) = (alice2.socket.pushed().len(), bob.socket.pushed().len());
         let a1 = alice.socket.pushed().len();
-        alice.device.send(bob_peer, &format!("probe {round} from alice")).await;
-        bob.device.send(alice_peer, &format!("probe {round} from bob")).await;
+        alice
+            .device
+            .send(bob_peer, &format!("probe {round} from alice"))
+            .await;
+        bob.device
+            .send(alice_peer, &format!("probe {round} from bob"))
+            .await;
         let step = Duration::from_secs(3);
         let live = alice2.socket.wait_until(step, |p| p.len() >= a2 + 2).await
             && bob.socket.wait_until(step, |p| p.len() > b).await
@@ -106,18 +123,30 @@ async fn wait_live(alice: &Phone, alice2: &Phone, bob: &Phone, bob_peer: &Value,
         if live {
             return started.elapsed();
         }
-        assert!(started.elapsed() < timeout, "pushes did not flow within {timeout:?}");
+        assert!(
+            started.elapsed() < timeout,
+            "pushes did not flow within {timeout:?}"
+        );
     }
 }
 
 async fn scenario(mode: Mode, broker: Option<Broker>) {
     let mut system = System::start(mode, broker).await;
     let mut phones = Vec::new();
-    for (name, phone, header) in [("alice", "+15550401", true), ("alice2", "+15550401", false), ("bob", "+15550402", false)] {
+    for (name, phone, header) in [
+        ("alice", "+15550401", true),
+        ("alice2", "+15550401", false),
+        ("bob", "+15550402", false),
+    ] {
         let device = system.login(phone, name).await;
         let auth_key_id = system.auth_key_id(&device).await;
         let socket = Socket::connect(&system.base, &device.token, header).await;
-        phones.push(Phone { name, device, auth_key_id, socket });
+        phones.push(Phone {
+            name,
+            device,
+            auth_key_id,
+            socket,
+        });
     }
     let (alice, alice2, bob) = (&phones[0], &phones[1], &phones[2]);
     let bob_peer = alice.device.peer_of("+15550402").await;
@@ -126,7 +155,15 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
     system.wait_ready(Duration::from_secs(60)).await;
     // With Kafka the consumer may join after its partitions got their first records; probes show
     // when pushes really flow.
-    wait_live(alice, alice2, bob, &bob_peer, &alice_peer, Duration::from_secs(60)).await;
+    wait_live(
+        alice,
+        alice2,
+        bob,
+        &bob_peer,
+        &alice_peer,
+        Duration::from_secs(60),
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // --- Phase 1: a scripted exchange; exact updates per device. ---
@@ -135,11 +172,33 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
     bob.device.send(&alice_peer, "hello alice").await;
     let mut sent = Vec::new();
     for text in ["m1", "m2", "m3"] {
-        sent.push(alice.device.send(&bob_peer, text).await["id"].as_i64().expect("id"));
+        sent.push(
+            alice.device.send(&bob_peer, text).await["id"]
+                .as_i64()
+                .expect("id"),
+        );
     }
-    alice.device.rpc("messages.editMessage", json!({"peer": bob_peer, "id": sent[1], "message": "m2 edited"})).await;
-    alice.device.rpc("messages.deleteMessages", json!({"id": [sent[2]], "revoke": true})).await;
-    let newest_from_bob = alice.device.rpc("messages.getHistory", json!({"peer": bob_peer, "limit": 20})).await["messages"]
+    alice
+        .device
+        .rpc(
+            "messages.editMessage",
+            json!({"peer": bob_peer, "id": sent[1], "message": "m2 edited"}),
+        )
+        .await;
+    alice
+        .device
+        .rpc(
+            "messages.deleteMessages",
+            json!({"id": [sent[2]], "revoke": true}),
+        )
+        .await;
+    let newest_from_bob = alice
+        .device
+        .rpc(
+            "messages.getHistory",
+            json!({"peer": bob_peer, "limit": 20}),
+        )
+        .await["messages"]
         .as_array()
         .expect("messages")
         .iter()
@@ -147,33 +206,89 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
         .map(|m| m["id"].as_i64().unwrap_or(0))
         .max()
         .expect("bob's message is in alice's history");
-    alice.device.rpc("messages.readHistory", json!({"peer": bob_peer, "max_id": newest_from_bob})).await;
+    alice
+        .device
+        .rpc(
+            "messages.readHistory",
+            json!({"peer": bob_peer, "max_id": newest_from_bob}),
+        )
+        .await;
     let newest_from_alice = sent_to(bob, &alice_peer).await;
-    bob.device.rpc("messages.readHistory", json!({"peer": alice_peer, "max_id": newest_from_alice})).await;
+    bob.device
+        .rpc(
+            "messages.readHistory",
+            json!({"peer": alice_peer, "max_id": newest_from_alice}),
+        )
+        .await;
 
     for (phone, base) in [(alice, alice_base), (alice2, alice_base), (bob, bob_base)] {
         let want = expected(&system, phone, base).await;
         assert!(!want.is_empty());
-        let arrived = phone.socket.wait_until(Duration::from_secs(20), |p| got(p, base).len() >= want.len()).await;
+        let arrived = phone
+            .socket
+            .wait_until(Duration::from_secs(20), |p| {
+                got(p, base).len() >= want.len()
+            })
+            .await;
         tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(arrived, "{} ({mode:?}) got {:?}, wanted {want:?}", phone.name, got(&phone.socket.pushed(), base));
-        assert_eq!(got(&phone.socket.pushed(), base), want, "{} ({mode:?}): exactly its account's updates caused by others, in pts order", phone.name);
+        assert!(
+            arrived,
+            "{} ({mode:?}) got {:?}, wanted {want:?}",
+            phone.name,
+            got(&phone.socket.pushed(), base)
+        );
+        assert_eq!(
+            got(&phone.socket.pushed(), base),
+            want,
+            "{} ({mode:?}): exactly its account's updates caused by others, in pts order",
+            phone.name
+        );
     }
     // What the frames carry: bob sees alice's message with alice as a user (with bob's access hash).
     let pushed = bob.socket.pushed();
-    let m1 = pushed.iter().find(|p| p.update["message"]["message"] == "m1").expect("bob got m1");
+    let m1 = pushed
+        .iter()
+        .find(|p| p.update["message"]["message"] == "m1")
+        .expect("bob got m1");
     assert_eq!(m1.frame["_"], "updates");
-    assert_eq!((m1.frame["seq"].as_i64(), m1.frame["chats"].as_array().map(Vec::len)), (Some(0), Some(0)));
-    let alice_user = m1.frame["users"].as_array().expect("users").iter().find(|u| u["id"] == alice.device.user_id).expect("alice in users");
+    assert_eq!(
+        (
+            m1.frame["seq"].as_i64(),
+            m1.frame["chats"].as_array().map(Vec::len)
+        ),
+        (Some(0), Some(0))
+    );
+    let alice_user = m1.frame["users"]
+        .as_array()
+        .expect("users")
+        .iter()
+        .find(|u| u["id"] == alice.device.user_id)
+        .expect("alice in users");
     assert_eq!(alice_user["access_hash"], alice_peer["access_hash"]);
-    let deleted = pushed.iter().find(|p| p.update["_"] == "updateDeleteMessages").expect("bob got the delete");
-    assert_eq!(deleted.pts_count, deleted.update["messages"].as_array().map(|a| a.len() as i64).unwrap_or(0));
+    let deleted = pushed
+        .iter()
+        .find(|p| p.update["_"] == "updateDeleteMessages")
+        .expect("bob got the delete");
+    assert_eq!(
+        deleted.pts_count,
+        deleted.update["messages"]
+            .as_array()
+            .map(|a| a.len() as i64)
+            .unwrap_or(0)
+    );
     // The client's ping was answered.
-    assert!(alice.socket.raw().iter().any(|f| f["_"] == "pong"), "no pong for the client's ping");
+    assert!(
+        alice.socket.raw().iter().any(|f| f["_"] == "pong"),
+        "no pong for the client's ping"
+    );
 
     // --- Phase 2: crashes and outages while both keep sending. ---
-    let chaos_base: HashMap<&str, i64> =
-        [("alice", pts_of(&alice.device).await), ("bob", pts_of(&bob.device).await)].into_iter().collect();
+    let chaos_base: HashMap<&str, i64> = [
+        ("alice", pts_of(&alice.device).await),
+        ("bob", pts_of(&bob.device).await),
+    ]
+    .into_iter()
+    .collect();
     let total = 60;
     let sender = {
         let (a, b) = (alice.device.clone(), bob.device.clone());
@@ -181,7 +296,11 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
         tokio::spawn(async move {
             let mut texts = Vec::new();
             for i in 0..total {
-                let (from, to, text) = if i % 2 == 0 { (&a, &bp, format!("chaos {i} a->b")) } else { (&b, &ap, format!("chaos {i} b->a")) };
+                let (from, to, text) = if i % 2 == 0 {
+                    (&a, &bp, format!("chaos {i} a->b"))
+                } else {
+                    (&b, &ap, format!("chaos {i} b->a"))
+                };
                 // Device::send asserts the answer is 200: a send must never fail, broker or not.
                 from.send(to, &text).await;
                 texts.push(text);
@@ -202,7 +321,15 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
     }
     let texts = sender.await.expect("sender task");
     assert_eq!(texts.len(), total);
-    let recovery = wait_live(alice, alice2, bob, &bob_peer, &alice_peer, Duration::from_secs(120)).await;
+    let recovery = wait_live(
+        alice,
+        alice2,
+        bob,
+        &bob_peer,
+        &alice_peer,
+        Duration::from_secs(120),
+    )
+    .await;
     eprintln!("{mode:?}: pushes live again {recovery:?} after the last chaos send");
     tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -218,9 +345,21 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
             .map(|(pts, count, kind, origin)| (pts as i64, (count as i64, kind, origin)))
             .collect();
         for p in &pushed {
-            let (count, kind, origin) = log.get(&p.pts).unwrap_or_else(|| panic!("{} got pts {} not in the log", phone.name, p.pts));
-            assert_eq!((p.pts_count, p.update["_"].as_str().unwrap_or_default()), (*count, update_name(kind)), "{} pts {}", phone.name, p.pts);
-            assert_ne!(*origin, phone.auth_key_id, "{} was pushed its own update at pts {}", phone.name, p.pts);
+            let (count, kind, origin) = log
+                .get(&p.pts)
+                .unwrap_or_else(|| panic!("{} got pts {} not in the log", phone.name, p.pts));
+            assert_eq!(
+                (p.pts_count, p.update["_"].as_str().unwrap_or_default()),
+                (*count, update_name(kind)),
+                "{} pts {}",
+                phone.name,
+                p.pts
+            );
+            assert_ne!(
+                *origin, phone.auth_key_id,
+                "{} was pushed its own update at pts {}",
+                phone.name, p.pts
+            );
         }
         // Like a client that finds a gap (or reconnects): getDifference from where the pushes left
         // off fills in whatever was not pushed live.
@@ -233,12 +372,20 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
         let mut from = user_base;
         let mut diff_texts: BTreeSet<String> = BTreeSet::new();
         loop {
-            let diff = phone.device.rpc("updates.getDifference", json!({"pts": from, "date": 0, "qts": 0})).await;
+            let diff = phone
+                .device
+                .rpc(
+                    "updates.getDifference",
+                    json!({"pts": from, "date": 0, "qts": 0}),
+                )
+                .await;
             for m in diff["new_messages"].as_array().into_iter().flatten() {
                 diff_texts.insert(m["message"].as_str().unwrap_or_default().to_string());
             }
             match diff["_"].as_str() {
-                Some("updates.differenceSlice") => from = diff["intermediate_state"]["pts"].as_i64().expect("pts"),
+                Some("updates.differenceSlice") => {
+                    from = diff["intermediate_state"]["pts"].as_i64().expect("pts")
+                }
                 Some("updates.difference" | "updates.differenceEmpty") => break,
                 other => panic!("unexpected difference {other:?}"),
             }
@@ -252,20 +399,48 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
                 !(phone.name == "alice" && by_alice) && !(phone.name == "bob" && !by_alice)
             })
             .collect();
-        let missing: Vec<&&String> = theirs.iter().filter(|t| !pushed_texts.contains(t.as_str()) && !diff_texts.contains(t.as_str())).collect();
-        assert!(missing.is_empty(), "{} ({mode:?}) never learned {missing:?}", phone.name);
-        let via_difference = theirs.iter().filter(|t| !pushed_texts.contains(t.as_str())).count();
+        let missing: Vec<&&String> = theirs
+            .iter()
+            .filter(|t| !pushed_texts.contains(t.as_str()) && !diff_texts.contains(t.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{} ({mode:?}) never learned {missing:?}",
+            phone.name
+        );
+        let via_difference = theirs
+            .iter()
+            .filter(|t| !pushed_texts.contains(t.as_str()))
+            .count();
         eprintln!("{mode:?}: {} got {live} pushes during and after the chaos; {via_difference} of its {} chaos messages only via getDifference", phone.name, theirs.len());
     }
 
     // /metrics tells the story.
-    let metrics = system.http.get(format!("{}/metrics", system.base)).send().await.expect("metrics").text().await.expect("text");
-    for name in ["ptslog_fanout_pushes_total", "ptslog_devices_online 3", "ptslog_push_latency_seconds_bucket", "ptslog_relay_lag_bytes"] {
+    let metrics = system
+        .http
+        .get(format!("{}/metrics", system.base))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    for name in [
+        "ptslog_fanout_pushes_total",
+        "ptslog_devices_online 3",
+        "ptslog_push_latency_seconds_bucket",
+        "ptslog_relay_lag_bytes",
+    ] {
         assert!(metrics.contains(name), "/metrics lacks {name}:\n{metrics}");
     }
 
     for phone in phones {
-        assert_eq!(phone.socket.closed(), None, "{}'s socket closed during the run", phone.name);
+        assert_eq!(
+            phone.socket.closed(),
+            None,
+            "{}'s socket closed during the run",
+            phone.name
+        );
         phone.socket.close();
     }
     system.stop().await;
@@ -273,7 +448,12 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
 
 /// The newest message bob got from alice (bob's box id).
 async fn sent_to(bob: &Phone, alice_peer: &Value) -> i64 {
-    bob.device.rpc("messages.getHistory", json!({"peer": alice_peer, "limit": 20})).await["messages"]
+    bob.device
+        .rpc(
+            "messages.getHistory",
+            json!({"peer": alice_peer, "limit": 20}),
+        )
+        .await["messages"]
         .as_array()
         .expect("messages")
         .iter()
@@ -292,7 +472,10 @@ async fn pushes_survive_relay_crashes_in_process() {
 async fn pushes_survive_relay_crashes_and_broker_outages_with_kafka() {
     let Some(bin) = tansu() else {
         // scripts/test and .ci/run always provide the broker; a bare `cargo test` may not.
-        assert!(std::env::var("CI").is_err(), "PTSLOG_TEST_TANSU is not set: .ci/run must start Kafka (scripts/lib/services.sh)");
+        assert!(
+            std::env::var("CI").is_err(),
+            "PTSLOG_TEST_TANSU is not set: .ci/run must start Kafka (scripts/lib/services.sh)"
+        );
         eprintln!("skipped: no tansu broker (run scripts/test, which builds and exports PTSLOG_TEST_TANSU)");
         return;
     };
@@ -327,7 +510,12 @@ async fn a_device_that_cannot_keep_up_gets_updates_too_long() {
                 .json()
                 .await
                 .expect("body");
-            Device { base, http, token: body["token"].as_str().expect("token").into(), user_id: body["user_id"].as_i64().expect("id") }
+            Device {
+                base,
+                http,
+                token: body["token"].as_str().expect("token").into(),
+                user_id: body["user_id"].as_i64().expect("id"),
+            }
         }
     };
     let (alice, bob) = (login("+15550501").await, login("+15550502").await);
@@ -337,7 +525,9 @@ async fn a_device_that_cannot_keep_up_gets_updates_too_long() {
     let slow = slow_device(&base, &bob.token).await;
     let fast = Socket::connect(&base, &bob.token, true).await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while running.relay_status.role() != infrastructure::relay::Role::Leader || running.relay_status.health().sessions_started == 0 {
+    while running.relay_status.role() != infrastructure::relay::Role::Leader
+        || running.relay_status.health().sessions_started == 0
+    {
         assert!(Instant::now() < deadline, "relay not streaming");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -345,13 +535,26 @@ async fn a_device_that_cannot_keep_up_gets_updates_too_long() {
     let text = "x".repeat(4000);
     let alice = Arc::new(alice);
     let mut sent = 0;
-    while running.gateway.metrics.too_long.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+    while running
+        .gateway
+        .metrics
+        .too_long
+        .load(std::sync::atomic::Ordering::Relaxed)
+        == 0
+    {
         alice.send(&bob_peer, &text).await;
         sent += 1;
-        assert!(sent < 3000, "no updatesTooLong after {sent} pushes to a device that does not read");
+        assert!(
+            sent < 3000,
+            "no updatesTooLong after {sent} pushes to a device that does not read"
+        );
     }
     let bob_pts = bob.state().await["pts"].as_i64().expect("pts");
-    let complete = fast.wait_until(Duration::from_secs(20), |p| p.last().map(|l| l.pts) == Some(bob_pts)).await;
+    let complete = fast
+        .wait_until(Duration::from_secs(20), |p| {
+            p.last().map(|l| l.pts) == Some(bob_pts)
+        })
+        .await;
     assert!(
         complete,
         "the fast device still gets everything: last pts {:?} of {bob_pts}, closed {:?}",
@@ -377,6 +580,9 @@ async fn slow_device(base: &str, token: &str) -> tokio::net::TcpStream {
     tcp.write_all(request.as_bytes()).await.expect("handshake");
     let mut buf = [0u8; 1024];
     let n = tcp.read(&mut buf).await.expect("handshake answer");
-    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 101"), "upgrade refused");
+    assert!(
+        String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 101"),
+        "upgrade refused"
+    );
     tcp
 }

@@ -61,11 +61,17 @@ struct Mix {
 }
 
 fn steps_from_env() -> usize {
-    std::env::var("PTSLOG_MIX_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(600)
+    std::env::var("PTSLOG_MIX_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600)
 }
 
 fn seed_from_env() -> u64 {
-    std::env::var("PTSLOG_MIX_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_2025_1130)
+    std::env::var("PTSLOG_MIX_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_2025_1130)
 }
 
 impl Mix {
@@ -91,7 +97,16 @@ impl Mix {
         let n = rng.gen_range(1..=max);
         let mut picked: Vec<i64> = ids.choose_multiple(rng, n).map(|x| x.0).collect();
         if picked.is_empty() || rng.gen_bool(0.15) {
-            picked.push(*[0, -3, 1_000_000, ids.first().map_or(1, |x| x.0 + 1 + rng.gen_range(0..5))].choose(rng).unwrap());
+            picked.push(
+                *[
+                    0,
+                    -3,
+                    1_000_000,
+                    ids.first().map_or(1, |x| x.0 + 1 + rng.gen_range(0..5)),
+                ]
+                .choose(rng)
+                .unwrap(),
+            );
         }
         picked
     }
@@ -104,7 +119,11 @@ impl Mix {
         // The chat: Saved Messages 15 % of the time (named either way), else another user.
         let (peer, peer_id) = if rng.gen_bool(0.15) {
             // Naming oneself by id is Saved Messages too, whatever the hash.
-            let p = if rng.gen_bool(0.5) { self_peer() } else { json!({"_": "inputPeerUser", "user_id": own, "access_hash": 0}) };
+            let p = if rng.gen_bool(0.5) {
+                self_peer()
+            } else {
+                json!({"_": "inputPeerUser", "user_id": own, "access_hash": 0})
+            };
             (p, own)
         } else {
             let j = *actor.peers.keys().collect::<Vec<_>>().choose(rng).unwrap();
@@ -116,7 +135,11 @@ impl Mix {
                 // A retry of an earlier send now and then (same random_id: the first answer again).
                 let earlier = {
                     let t = self.tally.lock().unwrap();
-                    if rng.gen_bool(0.06) { t.sends[me].choose(rng).cloned() } else { None }
+                    if rng.gen_bool(0.06) {
+                        t.sends[me].choose(rng).cloned()
+                    } else {
+                        None
+                    }
                 };
                 if let Some(first) = earlier {
                     let r = dev
@@ -131,14 +154,26 @@ impl Mix {
                         .fetch_optional(&self.pool)
                         .await
                         .unwrap();
-                        panic!("retry of the send {:?} (id {}) answered {}; the box now: {row:?}", first.text, first.id, r.1);
+                        panic!(
+                            "retry of the send {:?} (id {}) answered {}; the box now: {row:?}",
+                            first.text, first.id, r.1
+                        );
                     }
-                    assert_eq!((r.1["id"].as_i64(), r.1["pts"].as_i64()), (Some(first.id), Some(first.pts)), "a retry answers the first result");
+                    assert_eq!(
+                        (r.1["id"].as_i64(), r.1["pts"].as_i64()),
+                        (Some(first.id), Some(first.pts)),
+                        "a retry answers the first result"
+                    );
                     self.record("sendMessage(retry)", &r, own, None);
                     return;
                 }
-                let text = format!("u{me} {} {}", rng.gen::<u16>(), ["", "hello", "ok", "🙂 emoji"].choose(rng).unwrap());
-                let mut p = json!({"peer": peer, "message": text, "random_id": rng.gen_range(1..i64::MAX)});
+                let text = format!(
+                    "u{me} {} {}",
+                    rng.gen::<u16>(),
+                    ["", "hello", "ok", "🙂 emoji"].choose(rng).unwrap()
+                );
+                let mut p =
+                    json!({"peer": peer, "message": text, "random_id": rng.gen_range(1..i64::MAX)});
                 if rng.gen_bool(0.25) {
                     let ids = self.chat_ids(own, peer_id).await;
                     let target = Self::pick(rng, &ids, 1)[0];
@@ -173,34 +208,72 @@ impl Mix {
                 if chosen.is_empty() {
                     chosen.push(1);
                 }
-                let random_ids: Vec<i64> = chosen.iter().map(|_| rng.gen_range(1..i64::MAX)).collect();
-                ("messages.forwardMessages", json!({"from_peer": from_peer, "id": chosen, "random_id": random_ids, "to_peer": peer, "drop_author": rng.gen_bool(0.2)}))
+                let random_ids: Vec<i64> =
+                    chosen.iter().map(|_| rng.gen_range(1..i64::MAX)).collect();
+                (
+                    "messages.forwardMessages",
+                    json!({"from_peer": from_peer, "id": chosen, "random_id": random_ids, "to_peer": peer, "drop_author": rng.gen_bool(0.2)}),
+                )
             }
             45..=52 => {
                 let ids = self.chat_ids(own, peer_id).await;
-                let outgoing: Vec<(i64, bool, bool)> = ids.iter().copied().filter(|x| x.2 || rng.gen_bool(0.2)).collect();
+                let outgoing: Vec<(i64, bool, bool)> = ids
+                    .iter()
+                    .copied()
+                    .filter(|x| x.2 || rng.gen_bool(0.2))
+                    .collect();
                 let id = Self::pick(rng, &outgoing, 1)[0];
-                ("messages.editMessage", json!({"peer": peer, "id": id, "message": format!("edit {}", rng.gen::<u32>())}))
+                (
+                    "messages.editMessage",
+                    json!({"peer": peer, "id": id, "message": format!("edit {}", rng.gen::<u32>())}),
+                )
             }
             53..=62 => {
                 let mut ids = Self::pick(rng, &self.chat_ids(own, peer_id).await, 4);
                 if rng.gen_bool(0.1) {
                     // Ids of two chats in one call (the revoke path learns both from the ids).
                     let j = *actor.peers.keys().collect::<Vec<_>>().choose(rng).unwrap();
-                    ids.extend(Self::pick(rng, &self.chat_ids(own, self.actors[*j].id).await, 2));
+                    ids.extend(Self::pick(
+                        rng,
+                        &self.chat_ids(own, self.actors[*j].id).await,
+                        2,
+                    ));
                 }
-                ("messages.deleteMessages", json!({"id": ids, "revoke": rng.gen_bool(0.5)}))
+                (
+                    "messages.deleteMessages",
+                    json!({"id": ids, "revoke": rng.gen_bool(0.5)}),
+                )
             }
             63..=65 => {
                 let ids = self.chat_ids(own, peer_id).await;
-                let max_id = if rng.gen_bool(0.8) { 0 } else { ids.choose(rng).map_or(0, |x| x.0) };
-                ("messages.deleteHistory", json!({"peer": peer, "just_clear": rng.gen_bool(0.5), "revoke": rng.gen_bool(0.5), "max_id": max_id}))
+                let max_id = if rng.gen_bool(0.8) {
+                    0
+                } else {
+                    ids.choose(rng).map_or(0, |x| x.0)
+                };
+                (
+                    "messages.deleteHistory",
+                    json!({"peer": peer, "just_clear": rng.gen_bool(0.5), "revoke": rng.gen_bool(0.5), "max_id": max_id}),
+                )
             }
             66..=80 => {
-                let max_id = if rng.gen_bool(0.6) { 0 } else { self.chat_ids(own, peer_id).await.choose(rng).map_or(5, |x| x.0) };
-                ("messages.readHistory", json!({"peer": peer, "max_id": max_id}))
+                let max_id = if rng.gen_bool(0.6) {
+                    0
+                } else {
+                    self.chat_ids(own, peer_id)
+                        .await
+                        .choose(rng)
+                        .map_or(5, |x| x.0)
+                };
+                (
+                    "messages.readHistory",
+                    json!({"peer": peer, "max_id": max_id}),
+                )
             }
-            81..=83 => ("messages.readMessageContents", json!({"id": Self::pick(rng, &self.chat_ids(own, peer_id).await, 3)})),
+            81..=83 => (
+                "messages.readMessageContents",
+                json!({"id": Self::pick(rng, &self.chat_ids(own, peer_id).await, 3)}),
+            ),
             84..=89 => {
                 if peer_id == own {
                     ("contacts.block", json!({"id": self_peer()}))
@@ -210,11 +283,19 @@ impl Mix {
                     ("contacts.unblock", json!({"id": peer}))
                 }
             }
-            90..=94 => ("messages.getHistory", json!({"peer": peer, "limit": rng.gen_range(1..40), "add_offset": rng.gen_range(-5..5)})),
-            _ => ("messages.getDialogs", json!({"limit": rng.gen_range(1..10)})),
+            90..=94 => (
+                "messages.getHistory",
+                json!({"peer": peer, "limit": rng.gen_range(1..40), "add_offset": rng.gen_range(-5..5)}),
+            ),
+            _ => (
+                "messages.getDialogs",
+                json!({"limit": rng.gen_range(1..10)}),
+            ),
         };
         let r = dev.call(method, params.clone()).await;
-        let short = method.trim_start_matches("messages.").trim_start_matches("contacts.");
+        let short = method
+            .trim_start_matches("messages.")
+            .trim_start_matches("contacts.");
         self.record(short, &r, own, Some(&params));
         if r.0 == 200 && method == "messages.sendMessage" {
             let send = SentSend {
@@ -228,15 +309,31 @@ impl Mix {
         }
     }
 
-    fn record(&self, what: &'static str, (status, body): &(u16, Value), user: i64, params: Option<&Value>) {
+    fn record(
+        &self,
+        what: &'static str,
+        (status, body): &(u16, Value),
+        user: i64,
+        params: Option<&Value>,
+    ) {
         assert!(*status < 500, "{what} {params:?} answered {status}: {body}");
         let mut t = self.tally.lock().unwrap();
         t.steps += 1;
         if *status != 200 {
             assert_eq!(body["_"], "rpc_error", "{body}");
-            let msg = body["error_message"].as_str().unwrap_or_default().to_string();
+            let msg = body["error_message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
             assert!(
-                !["INPUT_REQUEST_INVALID", "METHOD_INVALID", "AUTH_KEY_UNREGISTERED", "INTERNAL", "PEER_ID_INVALID"].contains(&msg.as_str()),
+                ![
+                    "INPUT_REQUEST_INVALID",
+                    "METHOD_INVALID",
+                    "AUTH_KEY_UNREGISTERED",
+                    "INTERNAL",
+                    "PEER_ID_INVALID"
+                ]
+                .contains(&msg.as_str()),
                 "the mix only makes well-formed calls to real peers: {what} {params:?} → {body}"
             );
             *t.refused.entry((what, msg)).or_default() += 1;
@@ -244,15 +341,23 @@ impl Mix {
         }
         *t.ok.entry(what).or_default() += 1;
         let mut add = |pts: &Value, count: &Value| {
-            let (pts, count) = (pts.as_i64().expect("pts"), count.as_i64().expect("pts_count"));
-            assert!(count >= 0 && pts >= count, "{what}: pts {pts} pts_count {count}");
+            let (pts, count) = (
+                pts.as_i64().expect("pts"),
+                count.as_i64().expect("pts_count"),
+            );
+            assert!(
+                count >= 0 && pts >= count,
+                "{what}: pts {pts} pts_count {count}"
+            );
             if count > 0 {
                 t.answered.push((user, pts, count));
             }
         };
         match body["_"].as_str().unwrap_or_default() {
             "updateShortSentMessage" => add(&body["pts"], &body["pts_count"]),
-            "messages.affectedMessages" | "messages.affectedHistory" => add(&body["pts"], &body["pts_count"]),
+            "messages.affectedMessages" | "messages.affectedHistory" => {
+                add(&body["pts"], &body["pts_count"])
+            }
             "updates" => {
                 for u in body["updates"].as_array().unwrap() {
                     if u.get("pts").is_some() {
@@ -260,7 +365,11 @@ impl Mix {
                     }
                 }
             }
-            "boolTrue" | "messages.messages" | "messages.messagesSlice" | "messages.dialogs" | "messages.dialogsSlice" => {}
+            "boolTrue"
+            | "messages.messages"
+            | "messages.messagesSlice"
+            | "messages.dialogs"
+            | "messages.dialogsSlice" => {}
             other => panic!("{what}: unexpected answer {other}: {body}"),
         }
     }
@@ -270,7 +379,11 @@ impl Mix {
 async fn dialogs_of_all(mix: &Mix) -> Vec<Value> {
     let mut all = Vec::new();
     for a in &mix.actors {
-        all.push(a.devices[0].rpc("messages.getDialogs", json!({"limit": 100})).await);
+        all.push(
+            a.devices[0]
+                .rpc("messages.getDialogs", json!({"limit": 100}))
+                .await,
+        );
     }
     all
 }
@@ -290,7 +403,11 @@ async fn random_mix_keeps_every_invariant() {
         let phone = format!("+1555030{i:04}");
         let d1 = s.login(&phone, &format!("User{i}")).await;
         let d2 = s.login(&phone, &format!("User{i}")).await;
-        actors.push(Actor { id: d1.user_id, devices: [d1, d2], peers: BTreeMap::new() });
+        actors.push(Actor {
+            id: d1.user_id,
+            devices: [d1, d2],
+            peers: BTreeMap::new(),
+        });
     }
     for (i, actor) in actors.iter_mut().enumerate() {
         for j in (0..USERS).filter(|j| *j != i) {
@@ -301,7 +418,10 @@ async fn random_mix_keeps_every_invariant() {
     let mix = Arc::new(Mix {
         actors,
         pool: s.pool.clone(),
-        tally: Mutex::new(Tally { sends: vec![Vec::new(); USERS], ..Tally::default() }),
+        tally: Mutex::new(Tally {
+            sends: vec![Vec::new(); USERS],
+            ..Tally::default()
+        }),
     });
 
     // Phase 1: one command at a time, reproducible from the seed.
@@ -368,26 +488,44 @@ async fn random_mix_keeps_every_invariant() {
         eprintln!("random_mix: {} calls; ok {:?}", t.steps, t.ok);
         eprintln!("random_mix: refused {:?}", t.refused);
         assert!(t.steps >= steps, "every step ran");
-        for kind in ["sendMessage", "forwardMessages", "editMessage", "deleteMessages", "deleteHistory", "readHistory", "block", "unblock"] {
-            assert!(t.ok.get(kind).copied().unwrap_or(0) > 0, "the mix made at least one successful {kind}: {:?}", t.ok);
+        for kind in [
+            "sendMessage",
+            "forwardMessages",
+            "editMessage",
+            "deleteMessages",
+            "deleteHistory",
+            "readHistory",
+            "block",
+            "unblock",
+        ] {
+            assert!(
+                t.ok.get(kind).copied().unwrap_or(0) > 0,
+                "the mix made at least one successful {kind}: {:?}",
+                t.ok
+            );
         }
     }
 
     // (a) Dense pts and box ids, from the tables; every answered pts is a logged event of that size.
     let seqs = assert_dense(&mix.pool).await;
     assert_eq!(seqs.len(), USERS);
-    let logged: BTreeMap<(i64, i32), i32> =
-        sqlx::query_as::<_, (i64, i32, i32)>("SELECT user_id, pts, pts_count FROM user_update_events")
-            .fetch_all(&mix.pool)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(u, p, c)| ((u, p), c))
-            .collect();
+    let logged: BTreeMap<(i64, i32), i32> = sqlx::query_as::<_, (i64, i32, i32)>(
+        "SELECT user_id, pts, pts_count FROM user_update_events",
+    )
+    .fetch_all(&mix.pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|(u, p, c)| ((u, p), c))
+    .collect();
     {
         let t = mix.tally.lock().unwrap();
         for (user, pts, count) in &t.answered {
-            assert_eq!(logged.get(&(*user, *pts as i32)).copied(), Some(*count as i32), "answered pts {pts} of {user} is in the log");
+            assert_eq!(
+                logged.get(&(*user, *pts as i32)).copied(),
+                Some(*count as i32),
+                "answered pts {pts} of {user} is in the log"
+            );
         }
     }
 
@@ -397,16 +535,29 @@ async fn random_mix_keeps_every_invariant() {
     for (i, a) in mix.actors.iter().enumerate() {
         let mut replica = Replica::new(a.id);
         let pages = catch_up(&a.devices[1], &mut replica).await;
-        assert_eq!(replica.pts, seqs.iter().find(|s| s.0 == a.id).unwrap().1, "the difference reaches user_sequences.pts");
         assert_eq!(
-            pages.iter().filter(|p| p.0 == "updates.differenceSlice").count(),
+            replica.pts,
+            seqs.iter().find(|s| s.0 == a.id).unwrap().1,
+            "the difference reaches user_sequences.pts"
+        );
+        assert_eq!(
+            pages
+                .iter()
+                .filter(|p| p.0 == "updates.differenceSlice")
+                .count(),
             pages.len() - 1,
             "slices, then one final answer"
         );
         let seen = replica.assert_matches(&a.devices[0], true).await;
         let (followed, polls) = &incremental[&i];
-        assert_eq!((followed.pts, &followed.messages, &followed.deleted), (replica.pts, &replica.messages, &replica.deleted));
-        assert_eq!(followed.dialogs, replica.dialogs, "incremental and from-0 folds agree");
+        assert_eq!(
+            (followed.pts, &followed.messages, &followed.deleted),
+            (replica.pts, &replica.messages, &replica.deleted)
+        );
+        assert_eq!(
+            followed.dialogs, replica.dialogs,
+            "incremental and from-0 folds agree"
+        );
         assert_eq!(followed.blocked, replica.blocked);
         followed.assert_matches(&a.devices[1], false).await;
         eprintln!(
@@ -421,7 +572,10 @@ async fn random_mix_keeps_every_invariant() {
         totals.3 += seen.empty_dialogs_gone;
         totals.4 += replica.emptied_chats;
     }
-    eprintln!("random_mix: dialogs {}, messages {}, empty kept {}, empty gone {}, chats emptied {}", totals.0, totals.1, totals.2, totals.3, totals.4);
+    eprintln!(
+        "random_mix: dialogs {}, messages {}, empty kept {}, empty gone {}, chats emptied {}",
+        totals.0, totals.1, totals.2, totals.3, totals.4
+    );
 
     let checks_b = started.elapsed() - phase1 - phase2;
 
@@ -429,9 +583,15 @@ async fn random_mix_keeps_every_invariant() {
     // the log takes seconds here, so each one also serves as the check of the step before it: the
     // CLI verify checks the library rebuild, and the CLI rebuild is the repair in (d).)
     let t = Instant::now();
-    let report = projections::verify::verify(&mix.pool).await.expect("verify");
+    let report = projections::verify::verify(&mix.pool)
+        .await
+        .expect("verify");
     eprintln!("random_mix: verify took {:?}", t.elapsed());
-    assert!(report.is_clean(), "verify after the mix: {:?}", report.differences);
+    assert!(
+        report.is_clean(),
+        "verify after the mix: {:?}",
+        report.differences
+    );
     assert_eq!(report.events_replayed as usize, logged.len());
     assert_eq!(
         report.tables_checked,
@@ -448,29 +608,46 @@ async fn random_mix_keeps_every_invariant() {
         ],
     );
     let before = dialogs_of_all(&mix).await;
-    let rebuilt = projections::rebuild::rebuild_all(&mix.pool).await.expect("rebuild");
+    let rebuilt = projections::rebuild::rebuild_all(&mix.pool)
+        .await
+        .expect("rebuild");
     assert_eq!(rebuilt.events_applied as usize, logged.len());
-    assert_eq!(dialogs_of_all(&mix).await, before, "getDialogs unchanged by a rebuild");
+    assert_eq!(
+        dialogs_of_all(&mix).await,
+        before,
+        "getDialogs unchanged by a rebuild"
+    );
     let cli = cli_build.await.expect("the build task");
     match &cli {
         Ok(bin) => {
             // The CLI verify also checks what the library rebuild left.
             let (code, out) = run_cli(bin, &s.db, &["projections", "verify"]);
             assert_eq!(code, 0, "ptslog projections verify: {out}");
-            assert!(out.contains(&format!("replayed {} events", logged.len())) && out.contains("; 0 difference(s)"), "{out}");
+            assert!(
+                out.contains(&format!("replayed {} events", logged.len()))
+                    && out.contains("; 0 difference(s)"),
+                "{out}"
+            );
         }
         Err(why) => {
             eprintln!("random_mix: NOTE the ptslog binary is unavailable ({why}); the CLI checks are skipped");
-            assert!(projections::verify::verify(&mix.pool).await.unwrap().is_clean(), "clean after the rebuild");
+            assert!(
+                projections::verify::verify(&mix.pool)
+                    .await
+                    .unwrap()
+                    .is_clean(),
+                "clean after the rebuild"
+            );
         }
     }
 
     // (d) A tampered dialogs row is a difference (library and CLI); a rebuild repairs it.
-    let (owner, peer): (i64, i64) =
-        sqlx::query_as("SELECT user_id, peer_user_id FROM dialogs ORDER BY user_id, peer_user_id LIMIT 1")
-            .fetch_one(&mix.pool)
-            .await
-            .unwrap();
+    let (owner, peer): (i64, i64) = sqlx::query_as(
+        "SELECT user_id, peer_user_id FROM dialogs ORDER BY user_id, peer_user_id LIMIT 1",
+    )
+    .fetch_one(&mix.pool)
+    .await
+    .unwrap();
     sqlx::query("UPDATE dialogs SET unread_count = unread_count + 7 WHERE user_id = $1 AND peer_user_id = $2")
         .bind(owner)
         .bind(peer)
@@ -480,31 +657,58 @@ async fn random_mix_keeps_every_invariant() {
     let report = projections::verify::verify(&mix.pool).await.unwrap();
     assert_eq!(report.total_differences, 1, "{:?}", report.differences);
     let d = &report.differences[0];
-    assert!(d.starts_with(&format!("dialogs (user_id={owner}, peer_user_id={peer})")) && d.contains("unread_count"), "{d}");
-    let tampered: i32 = sqlx::query_scalar("SELECT unread_count FROM dialogs WHERE user_id = $1 AND peer_user_id = $2")
-        .bind(owner)
-        .bind(peer)
-        .fetch_one(&mix.pool)
-        .await
-        .unwrap();
-    assert!(tampered >= 7, "verify rolled back and left the live row as it was");
-    assert_ne!(dialogs_of_all(&mix).await, before, "the tampered count shows");
+    assert!(
+        d.starts_with(&format!("dialogs (user_id={owner}, peer_user_id={peer})"))
+            && d.contains("unread_count"),
+        "{d}"
+    );
+    let tampered: i32 = sqlx::query_scalar(
+        "SELECT unread_count FROM dialogs WHERE user_id = $1 AND peer_user_id = $2",
+    )
+    .bind(owner)
+    .bind(peer)
+    .fetch_one(&mix.pool)
+    .await
+    .unwrap();
+    assert!(
+        tampered >= 7,
+        "verify rolled back and left the live row as it was"
+    );
+    assert_ne!(
+        dialogs_of_all(&mix).await,
+        before,
+        "the tampered count shows"
+    );
     if let Ok(bin) = &cli {
         let (code, out) = run_cli(bin, &s.db, &["projections", "verify"]);
         assert_eq!(code, 1, "verify exits 1 on a difference: {out}");
-        assert!(out.contains("1 difference(s)") && out.contains(&format!("dialogs (user_id={owner}, peer_user_id={peer})")), "{out}");
+        assert!(
+            out.contains("1 difference(s)")
+                && out.contains(&format!("dialogs (user_id={owner}, peer_user_id={peer})")),
+            "{out}"
+        );
     }
     match &cli {
         Ok(bin) => {
             let (code, out) = run_cli(bin, &s.db, &["projections", "rebuild"]);
             assert_eq!(code, 0, "ptslog projections rebuild: {out}");
-            assert!(out.contains(&format!("rebuilt every projection from {} events", logged.len())), "{out}");
+            assert!(
+                out.contains(&format!(
+                    "rebuilt every projection from {} events",
+                    logged.len()
+                )),
+                "{out}"
+            );
         }
         Err(_) => {
             projections::rebuild::rebuild_all(&mix.pool).await.unwrap();
         }
     }
-    assert_eq!(dialogs_of_all(&mix).await, before, "the rebuild repaired the tampered row and changed nothing else");
+    assert_eq!(
+        dialogs_of_all(&mix).await,
+        before,
+        "the rebuild repaired the tampered row and changed nothing else"
+    );
 
     eprintln!(
         "random_mix: phase 1 {phase1:?}, phase 2 {phase2:?}, density and folds {checks_b:?}, verify/rebuild/tamper {:?}, total {:?}",
@@ -525,13 +729,33 @@ async fn a_retry_after_an_edit_answers_the_first_result() {
     let to_bob = alice.peer_of("+15550402").await;
     let send = json!({"peer": to_bob, "message": "as sent", "random_id": 4242});
     let first = alice.rpc("messages.sendMessage", send.clone()).await;
-    other_device.rpc("messages.editMessage", json!({"peer": to_bob, "id": first["id"], "message": "edited"})).await;
+    other_device
+        .rpc(
+            "messages.editMessage",
+            json!({"peer": to_bob, "id": first["id"], "message": "edited"}),
+        )
+        .await;
     let retry = alice.rpc("messages.sendMessage", send.clone()).await;
     assert_eq!(retry, first, "the retry answers the first result");
-    let (status, msg) = alice.rpc_err("messages.sendMessage", json!({"peer": to_bob, "message": "edited", "random_id": 4242})).await;
-    assert_eq!((status, msg.as_str()), (400, "RANDOM_ID_DUPLICATE"), "another text under the same random_id");
-    let history = alice.rpc("messages.getHistory", json!({"peer": to_bob})).await;
-    assert_eq!(history["messages"].as_array().unwrap().len(), 1, "one message");
+    let (status, msg) = alice
+        .rpc_err(
+            "messages.sendMessage",
+            json!({"peer": to_bob, "message": "edited", "random_id": 4242}),
+        )
+        .await;
+    assert_eq!(
+        (status, msg.as_str()),
+        (400, "RANDOM_ID_DUPLICATE"),
+        "another text under the same random_id"
+    );
+    let history = alice
+        .rpc("messages.getHistory", json!({"peer": to_bob}))
+        .await;
+    assert_eq!(
+        history["messages"].as_array().unwrap().len(),
+        1,
+        "one message"
+    );
     assert_eq!(history["messages"][0]["message"], "edited");
 
     // The same for a forward whose copy was edited since (one's own message forwarded stays editable).
@@ -539,11 +763,23 @@ async fn a_retry_after_an_edit_answers_the_first_result() {
     let first_fwd = alice.rpc("messages.forwardMessages", forward.clone()).await;
     let copy = first_fwd["updates"][1]["message"].clone();
     assert_eq!(copy["message"], "edited");
-    other_device.rpc("messages.editMessage", json!({"peer": self_peer(), "id": copy["id"], "message": "copy edited"})).await;
+    other_device
+        .rpc(
+            "messages.editMessage",
+            json!({"peer": self_peer(), "id": copy["id"], "message": "copy edited"}),
+        )
+        .await;
     let retry = alice.rpc("messages.forwardMessages", forward).await;
-    assert_eq!(retry["updates"][0], first_fwd["updates"][0], "same updateMessageID");
+    assert_eq!(
+        retry["updates"][0], first_fwd["updates"][0],
+        "same updateMessageID"
+    );
     assert_eq!(retry["updates"][1]["message"]["id"], copy["id"]);
     assert_eq!(retry["updates"][1]["pts"], first_fwd["updates"][1]["pts"]);
-    assert_eq!(alice.state().await["pts"], 4, "send, edit, forward, edit: nothing appended by the retries");
+    assert_eq!(
+        alice.state().await["pts"],
+        4,
+        "send, edit, forward, edit: nothing appended by the retries"
+    );
     s.stop().await;
 }

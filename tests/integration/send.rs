@@ -33,8 +33,14 @@ pub(crate) async fn snapshot(s: &TestServer, devices: &[&Device]) -> Snapshot {
     for d in devices {
         pts.push(d.state().await["pts"].as_i64().expect("pts"));
     }
-    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events").fetch_one(&s.pool).await.unwrap();
-    let boxes: i64 = sqlx::query_scalar("SELECT count(*) FROM message_boxes").fetch_one(&s.pool).await.unwrap();
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events")
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+    let boxes: i64 = sqlx::query_scalar("SELECT count(*) FROM message_boxes")
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
     Snapshot { pts, events, boxes }
 }
 
@@ -44,23 +50,39 @@ pub(crate) async fn pts(d: &Device) -> i64 {
 
 /// The chat with `peer`, newest first (at most 100).
 pub(crate) async fn history(d: &Device, peer: &Value) -> Vec<Value> {
-    let r = d.rpc("messages.getHistory", json!({"peer": peer, "limit": 100})).await;
+    let r = d
+        .rpc("messages.getHistory", json!({"peer": peer, "limit": 100}))
+        .await;
     r["messages"].as_array().expect("messages").clone()
 }
 
 pub(crate) fn ids(messages: &[Value]) -> Vec<i64> {
-    messages.iter().map(|m| m["id"].as_i64().expect("id")).collect()
+    messages
+        .iter()
+        .map(|m| m["id"].as_i64().expect("id"))
+        .collect()
 }
 
 pub(crate) fn texts(messages: &[Value]) -> Vec<&str> {
-    messages.iter().map(|m| m["message"].as_str().expect("text")).collect()
+    messages
+        .iter()
+        .map(|m| m["message"].as_str().expect("text"))
+        .collect()
 }
 
 /// `updates.getDifference` from `from`: (new_messages, state.pts).
 pub(crate) async fn difference(d: &Device, from: i64) -> (Vec<Value>, i64) {
-    let r = d.rpc("updates.getDifference", json!({"pts": from, "date": 0, "qts": 0})).await;
+    let r = d
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": from, "date": 0, "qts": 0}),
+        )
+        .await;
     assert_eq!(r["_"], "updates.difference", "{r}");
-    (r["new_messages"].as_array().unwrap().clone(), r["state"]["pts"].as_i64().unwrap())
+    (
+        r["new_messages"].as_array().unwrap().clone(),
+        r["state"]["pts"].as_i64().unwrap(),
+    )
 }
 
 async fn send_err(d: &Device, params: Value) -> (u16, String) {
@@ -89,16 +111,32 @@ async fn each_owner_gets_its_own_ids_and_pts() {
 
     // Bob's box and pts run ahead of Alice's by one.
     let saved = bob.send(&self_peer(), "note to self").await;
-    assert_eq!((saved["id"].as_i64(), saved["pts"].as_i64()), (Some(1), Some(1)));
+    assert_eq!(
+        (saved["id"].as_i64(), saved["pts"].as_i64()),
+        (Some(1), Some(1))
+    );
 
     let one = alice.send(&to_bob, "one").await;
     assert_eq!(one["_"], "updateShortSentMessage");
     assert_eq!(one["out"], true);
-    assert_eq!((one["id"].as_i64(), one["pts"].as_i64(), one["pts_count"].as_i64()), (Some(1), Some(1), Some(1)));
+    assert_eq!(
+        (
+            one["id"].as_i64(),
+            one["pts"].as_i64(),
+            one["pts_count"].as_i64()
+        ),
+        (Some(1), Some(1), Some(1))
+    );
     let two = alice.send(&to_bob, "two").await;
-    assert_eq!((two["id"].as_i64(), two["pts"].as_i64()), (Some(2), Some(2)));
+    assert_eq!(
+        (two["id"].as_i64(), two["pts"].as_i64()),
+        (Some(2), Some(2))
+    );
     let three = bob.send(&to_alice, "three").await;
-    assert_eq!((three["id"].as_i64(), three["pts"].as_i64()), (Some(4), Some(4)));
+    assert_eq!(
+        (three["id"].as_i64(), three["pts"].as_i64()),
+        (Some(4), Some(4))
+    );
 
     assert_eq!(pts(&alice).await, 3);
     assert_eq!(pts(&bob).await, 4);
@@ -106,7 +144,12 @@ async fn each_owner_gets_its_own_ids_and_pts() {
     let a = history(&alice, &to_bob).await;
     assert_eq!(ids(&a), vec![3, 2, 1]);
     assert_eq!(texts(&a), vec!["three", "two", "one"]);
-    assert_eq!(a.iter().map(|m| m["out"].as_bool().unwrap()).collect::<Vec<_>>(), vec![false, true, true]);
+    assert_eq!(
+        a.iter()
+            .map(|m| m["out"].as_bool().unwrap())
+            .collect::<Vec<_>>(),
+        vec![false, true, true]
+    );
     assert_eq!(a[0]["from_id"], peer_user(2));
     assert_eq!(a[0]["peer_id"], peer_user(2));
     assert_eq!(a[1]["from_id"], peer_user(1));
@@ -117,7 +160,12 @@ async fn each_owner_gets_its_own_ids_and_pts() {
     let b = history(&bob, &to_alice).await;
     assert_eq!(ids(&b), vec![4, 3, 2]);
     assert_eq!(texts(&b), vec!["three", "two", "one"]);
-    assert_eq!(b.iter().map(|m| m["out"].as_bool().unwrap()).collect::<Vec<_>>(), vec![true, false, false]);
+    assert_eq!(
+        b.iter()
+            .map(|m| m["out"].as_bool().unwrap())
+            .collect::<Vec<_>>(),
+        vec![true, false, false]
+    );
     assert_eq!(b[2]["from_id"], peer_user(1));
     assert_eq!(b[2]["peer_id"], peer_user(1));
     assert_eq!(b[0]["date"], three["date"]);
@@ -139,19 +187,36 @@ async fn each_owner_gets_its_own_ids_and_pts() {
     assert_eq!(news[3]["out"], true);
     let (news, state) = difference(&bob, 2).await;
     assert_eq!((ids(&news), state), (vec![3, 4], 4));
-    let empty = bob.rpc("updates.getDifference", json!({"pts": 4, "date": 0, "qts": 0})).await;
+    let empty = bob
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": 4, "date": 0, "qts": 0}),
+        )
+        .await;
     assert_eq!(empty["_"], "updates.differenceEmpty");
 
     let alice_state = alice.state().await;
     assert_eq!(alice_state["unread_count"], 1);
 
     // Each event row is the owner's, dense from 1.
-    let rows: Vec<(i64, i32, i32)> =
-        sqlx::query_as("SELECT user_id, pts, pts_count FROM user_update_events ORDER BY user_id, pts")
-            .fetch_all(&s.pool)
-            .await
-            .unwrap();
-    assert_eq!(rows, vec![(1, 1, 1), (1, 2, 1), (1, 3, 1), (2, 1, 1), (2, 2, 1), (2, 3, 1), (2, 4, 1)]);
+    let rows: Vec<(i64, i32, i32)> = sqlx::query_as(
+        "SELECT user_id, pts, pts_count FROM user_update_events ORDER BY user_id, pts",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            (1, 1, 1),
+            (1, 2, 1),
+            (1, 3, 1),
+            (2, 1, 1),
+            (2, 2, 1),
+            (2, 3, 1),
+            (2, 4, 1)
+        ]
+    );
     s.stop().await;
 }
 
@@ -161,7 +226,14 @@ async fn saved_messages_make_one_box() {
     let alice = s.login(ALICE, "Alice").await;
     let bob = s.login(BOB, "Bob").await;
     let sent = alice.send(&self_peer(), "remember the milk").await;
-    assert_eq!((sent["id"].as_i64(), sent["pts"].as_i64(), sent["out"].as_bool()), (Some(1), Some(1), Some(true)));
+    assert_eq!(
+        (
+            sent["id"].as_i64(),
+            sent["pts"].as_i64(),
+            sent["out"].as_bool()
+        ),
+        (Some(1), Some(1), Some(true))
+    );
     // Naming oneself by user id is Saved Messages too (whatever the access hash).
     let again = alice
         .rpc(
@@ -169,7 +241,10 @@ async fn saved_messages_make_one_box() {
             json!({"peer": {"_": "inputPeerUser", "user_id": alice.user_id, "access_hash": 0}, "message": "and eggs", "random_id": rid()}),
         )
         .await;
-    assert_eq!((again["id"].as_i64(), again["pts"].as_i64()), (Some(2), Some(2)));
+    assert_eq!(
+        (again["id"].as_i64(), again["pts"].as_i64()),
+        (Some(2), Some(2))
+    );
 
     let h = history(&alice, &self_peer()).await;
     assert_eq!(ids(&h), vec![2, 1]);
@@ -180,12 +255,16 @@ async fn saved_messages_make_one_box() {
         assert_eq!(m["peer_id"], peer_user(1));
     }
     // One owner, one box, one event per message; nobody else moved.
-    let owners: Vec<i64> = sqlx::query_scalar("SELECT owner_user_id FROM message_boxes ORDER BY box_id")
-        .fetch_all(&s.pool)
+    let owners: Vec<i64> =
+        sqlx::query_scalar("SELECT owner_user_id FROM message_boxes ORDER BY box_id")
+            .fetch_all(&s.pool)
+            .await
+            .unwrap();
+    assert_eq!(owners, vec![1, 1]);
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events")
+        .fetch_one(&s.pool)
         .await
         .unwrap();
-    assert_eq!(owners, vec![1, 1]);
-    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events").fetch_one(&s.pool).await.unwrap();
     assert_eq!(events, 2);
     assert_eq!(pts(&bob).await, 0);
     let (news, state) = difference(&alice, 0).await;
@@ -209,13 +288,24 @@ async fn text_limit_is_4096_code_points() {
     assert_eq!(emoji.encode_utf16().count(), 8192);
     let first = alice.send(&to_bob, &cyrillic).await;
     let second = alice.send(&to_bob, &emoji).await;
-    assert_eq!((first["id"].as_i64(), second["id"].as_i64()), (Some(1), Some(2)));
+    assert_eq!(
+        (first["id"].as_i64(), second["id"].as_i64()),
+        (Some(1), Some(2))
+    );
     let b = history(&bob, &to_alice).await;
     assert_eq!(texts(&b), vec![emoji.as_str(), cyrillic.as_str()]);
 
     let before = snapshot(&s, &[&alice, &bob]).await;
-    for over in ["я".repeat(4097), "😀".repeat(4097), format!("{}a", "😀".repeat(4096))] {
-        let (status, error) = send_err(&alice, json!({"peer": to_bob, "message": over, "random_id": rid()})).await;
+    for over in [
+        "я".repeat(4097),
+        "😀".repeat(4097),
+        format!("{}a", "😀".repeat(4096)),
+    ] {
+        let (status, error) = send_err(
+            &alice,
+            json!({"peer": to_bob, "message": over, "random_id": rid()}),
+        )
+        .await;
         assert_eq!((status, error.as_str()), (400, "MESSAGE_TOO_LONG"));
     }
     assert_eq!(snapshot(&s, &[&alice, &bob]).await, before);
@@ -231,12 +321,28 @@ async fn empty_text_and_empty_random_id_are_refused() {
     alice.send(&to_bob, "before").await;
     let before = snapshot(&s, &[&alice, &bob]).await;
     for blank in ["", " ", "  \n\t "] {
-        let (status, error) = send_err(&alice, json!({"peer": to_bob, "message": blank, "random_id": rid()})).await;
-        assert_eq!((status, error.as_str()), (400, "MESSAGE_EMPTY"), "{blank:?}");
+        let (status, error) = send_err(
+            &alice,
+            json!({"peer": to_bob, "message": blank, "random_id": rid()}),
+        )
+        .await;
+        assert_eq!(
+            (status, error.as_str()),
+            (400, "MESSAGE_EMPTY"),
+            "{blank:?}"
+        );
     }
-    let (status, error) = send_err(&alice, json!({"peer": to_bob, "message": "hi", "random_id": 0})).await;
+    let (status, error) = send_err(
+        &alice,
+        json!({"peer": to_bob, "message": "hi", "random_id": 0}),
+    )
+    .await;
     assert_eq!((status, error.as_str()), (400, "RANDOM_ID_EMPTY"));
-    let (status, error) = send_err(&alice, json!({"peer": to_bob, "message": "hi", "random_id": "0"})).await;
+    let (status, error) = send_err(
+        &alice,
+        json!({"peer": to_bob, "message": "hi", "random_id": "0"}),
+    )
+    .await;
     assert_eq!((status, error.as_str()), (400, "RANDOM_ID_EMPTY"));
     let (status, error) = send_err(&alice, json!({"peer": to_bob, "message": "hi"})).await;
     assert_eq!((status, error.as_str()), (400, "INPUT_REQUEST_INVALID"));
@@ -256,7 +362,10 @@ async fn retried_send_answers_the_first_result_and_appends_nothing() {
     let r = rid();
     let params = json!({"peer": to_bob, "message": "exactly once", "random_id": r});
     let first = alice.rpc("messages.sendMessage", params.clone()).await;
-    assert_eq!((first["id"].as_i64(), first["pts"].as_i64()), (Some(2), Some(2)));
+    assert_eq!(
+        (first["id"].as_i64(), first["pts"].as_i64()),
+        (Some(2), Some(2))
+    );
     let before = snapshot(&s, &[&alice, &bob]).await;
     assert_eq!(before.pts, vec![2, 2]);
 
@@ -265,22 +374,49 @@ async fn retried_send_answers_the_first_result_and_appends_nothing() {
     let retry = alice.rpc("messages.sendMessage", params.clone()).await;
     assert_eq!(retry, first);
     // The same long as a decimal string is the same random_id.
-    let as_text = alice.rpc("messages.sendMessage", json!({"peer": to_bob, "message": "exactly once", "random_id": r.to_string()})).await;
+    let as_text = alice
+        .rpc(
+            "messages.sendMessage",
+            json!({"peer": to_bob, "message": "exactly once", "random_id": r.to_string()}),
+        )
+        .await;
     assert_eq!(as_text, first);
     assert_eq!(snapshot(&s, &[&alice, &bob]).await, before);
-    assert_eq!(texts(&history(&alice, &to_bob).await), vec!["exactly once", "warm-up"]);
-    assert_eq!(texts(&history(&bob, &to_alice).await), vec!["exactly once", "warm-up"]);
+    assert_eq!(
+        texts(&history(&alice, &to_bob).await),
+        vec!["exactly once", "warm-up"]
+    );
+    assert_eq!(
+        texts(&history(&bob, &to_alice).await),
+        vec!["exactly once", "warm-up"]
+    );
 
     // The same random_id for another message is a client bug, not a retry.
-    let (status, error) = send_err(&alice, json!({"peer": to_bob, "message": "something else", "random_id": r})).await;
+    let (status, error) = send_err(
+        &alice,
+        json!({"peer": to_bob, "message": "something else", "random_id": r}),
+    )
+    .await;
     assert_eq!((status, error.as_str()), (400, "RANDOM_ID_DUPLICATE"));
-    let (status, error) = send_err(&alice, json!({"peer": self_peer(), "message": "exactly once", "random_id": r})).await;
+    let (status, error) = send_err(
+        &alice,
+        json!({"peer": self_peer(), "message": "exactly once", "random_id": r}),
+    )
+    .await;
     assert_eq!((status, error.as_str()), (400, "RANDOM_ID_DUPLICATE"));
     assert_eq!(snapshot(&s, &[&alice, &bob]).await, before);
 
     // random_ids are the sender's: Bob may use the same number.
-    let bobs = bob.rpc("messages.sendMessage", json!({"peer": to_alice, "message": "mine", "random_id": r})).await;
-    assert_eq!((bobs["id"].as_i64(), bobs["pts"].as_i64()), (Some(3), Some(3)));
+    let bobs = bob
+        .rpc(
+            "messages.sendMessage",
+            json!({"peer": to_alice, "message": "mine", "random_id": r}),
+        )
+        .await;
+    assert_eq!(
+        (bobs["id"].as_i64(), bobs["pts"].as_i64()),
+        (Some(3), Some(3))
+    );
     s.stop().await;
 }
 
@@ -296,12 +432,17 @@ async fn unknown_or_unproven_peers_are_refused() {
     let carols_hash = carol.peer_of(BOB).await["access_hash"].as_i64().unwrap();
     assert_ne!(carols_hash, hash);
     // A correct access hash for an account that does not exist (computed with the server key).
-    let key: String = sqlx::query_scalar("SELECT value FROM server_secrets WHERE name = 'access_hash_key'")
-        .fetch_one(&s.pool)
-        .await
-        .unwrap();
+    let key: String =
+        sqlx::query_scalar("SELECT value FROM server_secrets WHERE name = 'access_hash_key'")
+            .fetch_one(&s.pool)
+            .await
+            .unwrap();
     let key = AccessHashKey::new(key.into_bytes());
-    assert_eq!(key.for_pair(UserId::new(1).unwrap(), UserId::new(2).unwrap()), hash, "the harness computes hashes as the server does");
+    assert_eq!(
+        key.for_pair(UserId::new(1).unwrap(), UserId::new(2).unwrap()),
+        hash,
+        "the harness computes hashes as the server does"
+    );
     let ghost_hash = key.for_pair(UserId::new(1).unwrap(), UserId::new(999).unwrap());
 
     let peers = [
@@ -317,7 +458,11 @@ async fn unknown_or_unproven_peers_are_refused() {
         json!({"_": "inputPeerEmpty"}),
     ];
     for peer in peers {
-        let (status, error) = send_err(&alice, json!({"peer": peer, "message": "hi", "random_id": rid()})).await;
+        let (status, error) = send_err(
+            &alice,
+            json!({"peer": peer, "message": "hi", "random_id": rid()}),
+        )
+        .await;
         assert_eq!((status, error.as_str()), (400, "PEER_ID_INVALID"), "{peer}");
     }
     assert_eq!(snapshot(&s, &[&alice, &bob, &carol]).await, before);
@@ -335,7 +480,12 @@ async fn entities_are_checked_in_utf16_and_kept() {
     // "😀 hi": 4 code points, 5 UTF-16 units; "hi" is at UTF-16 offset 3.
     let text = "😀 hi";
     let bold = json!({"_": "messageEntityBold", "offset": 3, "length": 2});
-    let sent = alice.rpc("messages.sendMessage", json!({"peer": to_bob, "message": text, "random_id": rid(), "entities": [bold]})).await;
+    let sent = alice
+        .rpc(
+            "messages.sendMessage",
+            json!({"peer": to_bob, "message": text, "random_id": rid(), "entities": [bold]}),
+        )
+        .await;
     assert_eq!(sent["id"], 1);
     let a = history(&alice, &to_bob).await;
     assert_eq!(a[0]["entities"], json!([bold]));
@@ -346,23 +496,65 @@ async fn entities_are_checked_in_utf16_and_kept() {
 
     let one = json!({"_": "messageEntityItalic", "offset": 0, "length": 1});
     let hundred = vec![one.clone(); 100];
-    let ok = alice.rpc("messages.sendMessage", json!({"peer": to_bob, "message": "x", "random_id": rid(), "entities": hundred})).await;
+    let ok = alice
+        .rpc(
+            "messages.sendMessage",
+            json!({"peer": to_bob, "message": "x", "random_id": rid(), "entities": hundred}),
+        )
+        .await;
     assert_eq!((ok["id"].as_i64(), ok["pts"].as_i64()), (Some(2), Some(2)));
-    assert_eq!(history(&bob, &to_alice).await[0]["entities"].as_array().unwrap().len(), 100);
+    assert_eq!(
+        history(&bob, &to_alice).await[0]["entities"]
+            .as_array()
+            .unwrap()
+            .len(),
+        100
+    );
 
     let before = snapshot(&s, &[&alice, &bob]).await;
     let cases = [
-        (text, json!([{"_": "messageEntityBold", "offset": 4, "length": 2}]), "ENTITY_BOUNDS_INVALID"),
-        (text, json!([{"_": "messageEntityBold", "offset": 0, "length": 6}]), "ENTITY_BOUNDS_INVALID"),
-        (text, json!([{"_": "messageEntityBold", "offset": -1, "length": 2}]), "ENTITY_BOUNDS_INVALID"),
-        (text, json!([{"_": "messageEntityBold", "offset": 0, "length": 0}]), "ENTITY_BOUNDS_INVALID"),
-        (text, json!([bold, {"_": "messageEntityCode", "offset": 5, "length": 1}]), "ENTITY_BOUNDS_INVALID"),
-        (text, json!([{"_": "messageEntityNope", "offset": 0, "length": 1}]), "ENTITY_INVALID"),
-        ("x", Value::Array(vec![one.clone(); 101]), "ENTITIES_TOO_LONG"),
+        (
+            text,
+            json!([{"_": "messageEntityBold", "offset": 4, "length": 2}]),
+            "ENTITY_BOUNDS_INVALID",
+        ),
+        (
+            text,
+            json!([{"_": "messageEntityBold", "offset": 0, "length": 6}]),
+            "ENTITY_BOUNDS_INVALID",
+        ),
+        (
+            text,
+            json!([{"_": "messageEntityBold", "offset": -1, "length": 2}]),
+            "ENTITY_BOUNDS_INVALID",
+        ),
+        (
+            text,
+            json!([{"_": "messageEntityBold", "offset": 0, "length": 0}]),
+            "ENTITY_BOUNDS_INVALID",
+        ),
+        (
+            text,
+            json!([bold, {"_": "messageEntityCode", "offset": 5, "length": 1}]),
+            "ENTITY_BOUNDS_INVALID",
+        ),
+        (
+            text,
+            json!([{"_": "messageEntityNope", "offset": 0, "length": 1}]),
+            "ENTITY_INVALID",
+        ),
+        (
+            "x",
+            Value::Array(vec![one.clone(); 101]),
+            "ENTITIES_TOO_LONG",
+        ),
     ];
     for (text, entities, expected) in cases {
-        let (status, error) =
-            send_err(&alice, json!({"peer": to_bob, "message": text, "random_id": rid(), "entities": entities})).await;
+        let (status, error) = send_err(
+            &alice,
+            json!({"peer": to_bob, "message": text, "random_id": rid(), "entities": entities}),
+        )
+        .await;
         assert_eq!((status, error.as_str()), (400, expected), "{entities}");
     }
     assert_eq!(snapshot(&s, &[&alice, &bob]).await, before);
@@ -378,13 +570,37 @@ async fn out_of_scope_flags_get_their_explicit_errors() {
     alice.send(&to_bob, "hi").await;
     let before = snapshot(&s, &[&alice, &bob]).await;
     let cases = [
-        ("schedule_date", json!(1_900_000_000), "SCHEDULE_DATE_INVALID"),
-        ("send_as", json!({"_": "inputPeerSelf"}), "SEND_AS_PEER_INVALID"),
-        ("reply_markup", json!({"_": "replyKeyboardHide"}), "REPLY_MARKUP_INVALID"),
-        ("quick_reply_shortcut", json!({"_": "inputQuickReplyShortcut", "shortcut": "hi"}), "SHORTCUT_INVALID"),
-        ("effect", json!(5_104_841_245_755_180_586_i64), "EFFECT_ID_INVALID"),
+        (
+            "schedule_date",
+            json!(1_900_000_000),
+            "SCHEDULE_DATE_INVALID",
+        ),
+        (
+            "send_as",
+            json!({"_": "inputPeerSelf"}),
+            "SEND_AS_PEER_INVALID",
+        ),
+        (
+            "reply_markup",
+            json!({"_": "replyKeyboardHide"}),
+            "REPLY_MARKUP_INVALID",
+        ),
+        (
+            "quick_reply_shortcut",
+            json!({"_": "inputQuickReplyShortcut", "shortcut": "hi"}),
+            "SHORTCUT_INVALID",
+        ),
+        (
+            "effect",
+            json!(5_104_841_245_755_180_586_i64),
+            "EFFECT_ID_INVALID",
+        ),
         ("allow_paid_stars", json!(10), "PAYMENT_UNSUPPORTED"),
-        ("suggested_post", json!({"_": "suggestedPost"}), "SUGGESTED_POST_PEER_INVALID"),
+        (
+            "suggested_post",
+            json!({"_": "suggestedPost"}),
+            "SUGGESTED_POST_PEER_INVALID",
+        ),
     ];
     for (field, value, expected) in cases {
         let mut params = json!({"peer": to_bob, "message": "hi", "random_id": rid()});
@@ -413,13 +629,27 @@ async fn silent_and_noforwards_reach_both_copies() {
             .await;
     }
     let (bob_news, _) = difference(&bob, 0).await;
-    for list in [history(&alice, &to_bob).await, history(&bob, &to_alice).await, bob_news] {
+    for list in [
+        history(&alice, &to_bob).await,
+        history(&bob, &to_alice).await,
+        bob_news,
+    ] {
         let mut got: Vec<(String, bool, bool)> = list
             .iter()
-            .map(|m| (m["message"].as_str().unwrap().to_string(), m["silent"].as_bool().unwrap(), m["noforwards"].as_bool().unwrap()))
+            .map(|m| {
+                (
+                    m["message"].as_str().unwrap().to_string(),
+                    m["silent"].as_bool().unwrap(),
+                    m["noforwards"].as_bool().unwrap(),
+                )
+            })
             .collect();
         got.sort();
-        let want: Vec<(String, bool, bool)> = flags.iter().enumerate().map(|(i, (a, b))| (format!("m{i}"), *a, *b)).collect();
+        let want: Vec<(String, bool, bool)> = flags
+            .iter()
+            .enumerate()
+            .map(|(i, (a, b))| (format!("m{i}"), *a, *b))
+            .collect();
         assert_eq!(got, want);
     }
     s.stop().await;
@@ -452,7 +682,10 @@ async fn replies_are_translated_into_each_owners_ids() {
             }),
         )
         .await;
-    assert_eq!((answer["id"].as_i64(), answer["pts"].as_i64()), (Some(4), Some(4)));
+    assert_eq!(
+        (answer["id"].as_i64(), answer["pts"].as_i64()),
+        (Some(4), Some(4))
+    );
     let header = |id: i64| {
         json!({"_": "messageReplyHeader", "quote": true, "reply_to_msg_id": id, "quote_text": "question",
                "quote_entities": [{"_": "messageEntityItalic", "offset": 0, "length": 8}], "quote_offset": 12})
@@ -514,14 +747,23 @@ async fn quote_limits() {
 
     // 1024 emoji: 1024 code points, 2048 UTF-16 units, 4096 bytes.
     let quote = "😀".repeat(1024);
-    let ok = alice.rpc("messages.sendMessage", reply(Some(quote.clone()), None)).await;
+    let ok = alice
+        .rpc("messages.sendMessage", reply(Some(quote.clone()), None))
+        .await;
     assert_eq!(ok["id"], 2);
-    let ok = alice.rpc("messages.sendMessage", reply(None, Some(4096))).await;
+    let ok = alice
+        .rpc("messages.sendMessage", reply(None, Some(4096)))
+        .await;
     assert_eq!(ok["id"], 3);
-    let ok = alice.rpc("messages.sendMessage", reply(None, Some(0))).await;
+    let ok = alice
+        .rpc("messages.sendMessage", reply(None, Some(0)))
+        .await;
     assert_eq!(ok["id"], 4);
     let b = history(&bob, &to_alice).await;
-    assert_eq!(b[2]["reply_to"]["quote_text"].as_str(), Some(quote.as_str()));
+    assert_eq!(
+        b[2]["reply_to"]["quote_text"].as_str(),
+        Some(quote.as_str())
+    );
     assert_eq!(b[2]["reply_to"]["quote"], true);
     assert_eq!(b[1]["reply_to"]["quote_offset"], 4096);
     assert_eq!(b[0]["reply_to"]["quote_offset"], 0);
@@ -553,21 +795,60 @@ async fn replies_outside_the_chat_or_scope_are_refused() {
     let with = |reply_to: Value| json!({"peer": to_bob, "message": "re", "random_id": rid(), "reply_to": reply_to});
     let cases = [
         // Alice's message 2 is in her chat with Carol, 3 in Saved Messages; 99 and 0 do not exist.
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 2}), "REPLY_MESSAGE_ID_INVALID"),
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 3}), "REPLY_MESSAGE_ID_INVALID"),
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 99}), "REPLY_MESSAGE_ID_INVALID"),
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 0}), "REPLY_MESSAGE_ID_INVALID"),
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": -1}), "REPLY_MESSAGE_ID_INVALID"),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 2}),
+            "REPLY_MESSAGE_ID_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 3}),
+            "REPLY_MESSAGE_ID_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 99}),
+            "REPLY_MESSAGE_ID_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 0}),
+            "REPLY_MESSAGE_ID_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": -1}),
+            "REPLY_MESSAGE_ID_INVALID",
+        ),
         // Cross-chat replies.
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 2, "reply_to_peer_id": to_carol}), "REPLY_MESSAGE_ID_INVALID"),
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1, "reply_to_peer_id": to_carol}), "REPLY_MESSAGE_ID_INVALID"),
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 3, "reply_to_peer_id": self_peer()}), "REPLY_MESSAGE_ID_INVALID"),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 2, "reply_to_peer_id": to_carol}),
+            "REPLY_MESSAGE_ID_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1, "reply_to_peer_id": to_carol}),
+            "REPLY_MESSAGE_ID_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 3, "reply_to_peer_id": self_peer()}),
+            "REPLY_MESSAGE_ID_INVALID",
+        ),
         // Topics exist only in forums.
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1, "top_msg_id": 1}), "REPLY_MESSAGE_ID_INVALID"),
-        (json!({"_": "inputReplyToStory", "peer": to_bob, "story_id": 1}), "STORY_ID_INVALID"),
-        (json!({"_": "inputReplyToMonoForum", "monoforum_peer_id": to_bob}), "REPLY_TO_MONOFORUM_PEER_INVALID"),
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1, "monoforum_peer_id": to_bob}), "REPLY_TO_MONOFORUM_PEER_INVALID"),
-        (json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1, "todo_item_id": 1}), "POLL_OPTION_INVALID"),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1, "top_msg_id": 1}),
+            "REPLY_MESSAGE_ID_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToStory", "peer": to_bob, "story_id": 1}),
+            "STORY_ID_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToMonoForum", "monoforum_peer_id": to_bob}),
+            "REPLY_TO_MONOFORUM_PEER_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1, "monoforum_peer_id": to_bob}),
+            "REPLY_TO_MONOFORUM_PEER_INVALID",
+        ),
+        (
+            json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1, "todo_item_id": 1}),
+            "POLL_OPTION_INVALID",
+        ),
     ];
     for (reply_to, expected) in cases {
         let (status, error) = send_err(&alice, with(reply_to.clone())).await;
@@ -575,7 +856,12 @@ async fn replies_outside_the_chat_or_scope_are_refused() {
     }
     assert_eq!(snapshot(&s, &[&alice, &bob, &carol]).await, before);
     // The same reply to a message of this chat goes through.
-    let ok = alice.rpc("messages.sendMessage", with(json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1}))).await;
+    let ok = alice
+        .rpc(
+            "messages.sendMessage",
+            with(json!({"_": "inputReplyToMessage", "reply_to_msg_id": 1})),
+        )
+        .await;
     assert_eq!((ok["id"].as_i64(), ok["pts"].as_i64()), (Some(4), Some(4)));
     s.stop().await;
 }
@@ -588,42 +874,71 @@ async fn blocks_decide_who_gets_the_message() {
     alice.send(&to_bob, "before the block").await;
 
     // Bob blocks Alice: her messages reach her own box only.
-    assert_eq!(bob.rpc("contacts.block", json!({"id": to_alice})).await["_"], "boolTrue");
+    assert_eq!(
+        bob.rpc("contacts.block", json!({"id": to_alice})).await["_"],
+        "boolTrue"
+    );
     let bob_pts = pts(&bob).await;
     assert_eq!(bob_pts, 2);
     let sent = alice.send(&to_bob, "into the void").await;
-    assert_eq!((sent["id"].as_i64(), sent["pts"].as_i64()), (Some(2), Some(2)));
-    assert_eq!(texts(&history(&alice, &to_bob).await), vec!["into the void", "before the block"]);
+    assert_eq!(
+        (sent["id"].as_i64(), sent["pts"].as_i64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(
+        texts(&history(&alice, &to_bob).await),
+        vec!["into the void", "before the block"]
+    );
     assert_eq!(pts(&bob).await, bob_pts);
-    assert_eq!(texts(&history(&bob, &to_alice).await), vec!["before the block"]);
-    let bob_boxes: i64 = sqlx::query_scalar("SELECT count(*) FROM message_boxes WHERE owner_user_id = 2")
-        .fetch_one(&s.pool)
-        .await
-        .unwrap();
+    assert_eq!(
+        texts(&history(&bob, &to_alice).await),
+        vec!["before the block"]
+    );
+    let bob_boxes: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM message_boxes WHERE owner_user_id = 2")
+            .fetch_one(&s.pool)
+            .await
+            .unwrap();
     assert_eq!(bob_boxes, 1);
     // And Bob, who blocked Alice, cannot write to her.
-    let (status, error) = send_err(&bob, json!({"peer": to_alice, "message": "hi", "random_id": rid()})).await;
+    let (status, error) = send_err(
+        &bob,
+        json!({"peer": to_alice, "message": "hi", "random_id": rid()}),
+    )
+    .await;
     assert_eq!((status, error.as_str()), (400, "YOU_BLOCKED_USER"));
     assert_eq!((pts(&alice).await, pts(&bob).await), (2, bob_pts));
 
     // Alice blocks Carol: sending to Carol is refused and changes nothing.
     let carol_for_alice = to_carol.clone();
-    alice.rpc("contacts.block", json!({"id": carol_for_alice})).await;
+    alice
+        .rpc("contacts.block", json!({"id": carol_for_alice}))
+        .await;
     let before = snapshot(&s, &[&alice, &bob, &carol]).await;
-    let (status, error) = send_err(&alice, json!({"peer": to_carol, "message": "hi", "random_id": rid()})).await;
+    let (status, error) = send_err(
+        &alice,
+        json!({"peer": to_carol, "message": "hi", "random_id": rid()}),
+    )
+    .await;
     assert_eq!((status, error.as_str()), (400, "YOU_BLOCKED_USER"));
     assert_eq!(snapshot(&s, &[&alice, &bob, &carol]).await, before);
     // Unblocked, it goes through.
     alice.rpc("contacts.unblock", json!({"id": to_carol})).await;
     let ok = alice.send(&to_carol, "sorry").await;
     assert_eq!((ok["id"].as_i64(), ok["pts"].as_i64()), (Some(3), Some(5)));
-    assert_eq!(texts(&history(&carol, &carol.peer_of(ALICE).await).await), vec!["sorry"]);
+    assert_eq!(
+        texts(&history(&carol, &carol.peer_of(ALICE).await).await),
+        vec!["sorry"]
+    );
     s.stop().await;
 }
 
 /// Seconds left in the current fixed one-minute window of the limiter.
 fn window_left() -> u64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     60 - now % 60
 }
 
@@ -643,15 +958,29 @@ async fn send_rate_is_limited_per_user() {
         assert_eq!(sent["pts"], i);
     }
     let before = snapshot(&s, &[&alice, &bob]).await;
-    let (status, error) = send_err(&alice, json!({"peer": to_bob, "message": "m4", "random_id": rid()})).await;
+    let (status, error) = send_err(
+        &alice,
+        json!({"peer": to_bob, "message": "m4", "random_id": rid()}),
+    )
+    .await;
     assert_eq!(status, 420);
-    let secs: u64 = error.strip_prefix("FLOOD_WAIT_").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{error}"));
+    let secs: u64 = error
+        .strip_prefix("FLOOD_WAIT_")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{error}"));
     assert!((1..=60).contains(&secs), "{error}");
     // Saved Messages count too.
-    let (status, _) = send_err(&alice, json!({"peer": self_peer(), "message": "m5", "random_id": rid()})).await;
+    let (status, _) = send_err(
+        &alice,
+        json!({"peer": self_peer(), "message": "m5", "random_id": rid()}),
+    )
+    .await;
     assert_eq!(status, 420);
     assert_eq!(snapshot(&s, &[&alice, &bob]).await, before);
-    assert_eq!(texts(&history(&bob, &to_alice).await), vec!["m3", "m2", "m1"]);
+    assert_eq!(
+        texts(&history(&bob, &to_alice).await),
+        vec!["m3", "m2", "m1"]
+    );
 
     // Bob has his own budget.
     for i in 1..=3 {
@@ -674,9 +1003,16 @@ async fn sends_go_through_when_redis_is_down() {
     let started = std::time::Instant::now();
     for i in 1..=5 {
         let sent = alice.send(&to_bob, &format!("m{i}")).await;
-        assert_eq!((sent["id"].as_i64(), sent["pts"].as_i64()), (Some(i), Some(i)));
+        assert_eq!(
+            (sent["id"].as_i64(), sent["pts"].as_i64()),
+            (Some(i), Some(i))
+        );
     }
     // Fail open without hanging: each check is bounded by 200 ms.
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     s.stop().await;
 }

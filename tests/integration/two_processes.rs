@@ -40,7 +40,11 @@ pub(crate) fn ptslog_binary() -> Result<PathBuf, String> {
     let result = (|| {
         let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
         // target/<profile>/deps/integration-<hash>
-        let profile_dir = me.parent().and_then(Path::parent).ok_or("unexpected test binary location")?.to_path_buf();
+        let profile_dir = me
+            .parent()
+            .and_then(Path::parent)
+            .ok_or("unexpected test binary location")?
+            .to_path_buf();
         let bin = profile_dir.join(format!("ptslog{}", std::env::consts::EXE_SUFFIX));
         let stale = match (modified(&bin), modified(&me)) {
             (Some(b), Some(t)) => b < t,
@@ -50,7 +54,8 @@ pub(crate) fn ptslog_binary() -> Result<PathBuf, String> {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
             let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
             let mut cmd = Command::new(cargo);
-            cmd.current_dir(&workspace).args(["build", "-p", "ptslog", "--bin", "ptslog"]);
+            cmd.current_dir(&workspace)
+                .args(["build", "-p", "ptslog", "--bin", "ptslog"]);
             // The variables cargo set for this test process would leak into build scripts that
             // watch them (ring's watches CARGO_PKG_NAME, CARGO_MANIFEST_DIR, ...): their crates
             // would be rebuilt here, and again by the next plain `cargo test`, every time.
@@ -58,8 +63,15 @@ pub(crate) fn ptslog_binary() -> Result<PathBuf, String> {
                 let key = key.to_string_lossy().to_string();
                 let set_by_cargo = key.starts_with("CARGO_PKG_")
                     || key.starts_with("CARGO_MANIFEST_")
-                    || ["CARGO_CRATE_NAME", "CARGO_BIN_NAME", "CARGO_PRIMARY_PACKAGE", "CARGO_TARGET_TMPDIR", "CARGO_RUSTC_CURRENT_DIR", "OUT_DIR"]
-                        .contains(&key.as_str());
+                    || [
+                        "CARGO_CRATE_NAME",
+                        "CARGO_BIN_NAME",
+                        "CARGO_PRIMARY_PACKAGE",
+                        "CARGO_TARGET_TMPDIR",
+                        "CARGO_RUSTC_CURRENT_DIR",
+                        "OUT_DIR",
+                    ]
+                    .contains(&key.as_str());
                 if set_by_cargo {
                     cmd.env_remove(&key);
                 }
@@ -95,7 +107,10 @@ pub(crate) fn run_cli(bin: &Path, db: &str, args: &[&str]) -> (i32, String) {
         .expect("running ptslog");
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     if !out.stderr.is_empty() {
-        eprintln!("ptslog {args:?} stderr: {}", String::from_utf8_lossy(&out.stderr));
+        eprintln!(
+            "ptslog {args:?} stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     (out.status.code().unwrap_or(-1), stdout)
 }
@@ -119,7 +134,11 @@ impl Drop for Processes {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn spawn_serve(bin: &Path, db: &str, port: u16) -> Child {
@@ -178,22 +197,37 @@ async fn login(http: &reqwest::Client, base: &str, phone: &str, name: &str) -> D
 /// Each event starts where the previous one of its user ended (from 0); user_sequences.pts is the
 /// last pts; each owner's box ids are exactly 1..=user_sequences.box_id. Answers (user, pts, box_id).
 pub(crate) async fn assert_dense(pool: &PgPool) -> Vec<(i64, i32, i32)> {
-    let events: Vec<(i64, i32, i32)> =
-        sqlx::query_as("SELECT user_id, pts, pts_count FROM user_update_events ORDER BY user_id, pts")
-            .fetch_all(pool)
-            .await
-            .unwrap();
+    let events: Vec<(i64, i32, i32)> = sqlx::query_as(
+        "SELECT user_id, pts, pts_count FROM user_update_events ORDER BY user_id, pts",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
     let mut last: BTreeMap<i64, i32> = BTreeMap::new();
     for (user, pts, count) in &events {
         let prev = last.get(user).copied().unwrap_or(0);
-        assert!(*count >= 1, "user {user} event at pts {pts} takes {count} pts");
-        assert_eq!(pts - count, prev, "user {user}: the event at pts {pts} (pts_count {count}) must start at {prev}");
+        assert!(
+            *count >= 1,
+            "user {user} event at pts {pts} takes {count} pts"
+        );
+        assert_eq!(
+            pts - count,
+            prev,
+            "user {user}: the event at pts {pts} (pts_count {count}) must start at {prev}"
+        );
         last.insert(*user, *pts);
     }
     let sequences: Vec<(i64, i32, i32)> =
-        sqlx::query_as("SELECT user_id, pts, box_id FROM user_sequences ORDER BY user_id").fetch_all(pool).await.unwrap();
+        sqlx::query_as("SELECT user_id, pts, box_id FROM user_sequences ORDER BY user_id")
+            .fetch_all(pool)
+            .await
+            .unwrap();
     for (user, pts, _) in &sequences {
-        assert_eq!(last.get(user).copied().unwrap_or(0), *pts, "user_sequences.pts of {user} is its last event's pts");
+        assert_eq!(
+            last.get(user).copied().unwrap_or(0),
+            *pts,
+            "user_sequences.pts of {user} is its last event's pts"
+        );
     }
     let boxes: BTreeMap<i64, (i64, i32, i64)> = sqlx::query_as::<_, (i64, i64, i32, i64)>(
         "SELECT owner_user_id, count(*), max(box_id), count(DISTINCT box_id) FROM message_boxes GROUP BY owner_user_id",
@@ -206,9 +240,16 @@ pub(crate) async fn assert_dense(pool: &PgPool) -> Vec<(i64, i32, i32)> {
     .collect();
     for (user, _, box_id) in &sequences {
         let (n, max, distinct) = boxes.get(user).copied().unwrap_or((0, 0, 0));
-        assert_eq!((n, max, distinct), (*box_id as i64, *box_id, *box_id as i64), "box ids of {user} are exactly 1..={box_id}");
+        assert_eq!(
+            (n, max, distinct),
+            (*box_id as i64, *box_id, *box_id as i64),
+            "box ids of {user} are exactly 1..={box_id}"
+        );
     }
-    assert!(boxes.keys().all(|u| sequences.iter().any(|s| s.0 == *u)), "every box owner has a sequence row");
+    assert!(
+        boxes.keys().all(|u| sequences.iter().any(|s| s.0 == *u)),
+        "every box owner has a sequence row"
+    );
     sequences
 }
 
@@ -222,23 +263,36 @@ async fn two_serve_processes_share_one_database() {
     let db = fresh_database().await.expect("database");
     let http = reqwest::Client::new();
     let ports = [free_port(), free_port()];
-    let mut procs = Processes { children: Vec::new() };
+    let mut procs = Processes {
+        children: Vec::new(),
+    };
     // Both start at once: both run the migrations (serialized by sqlx's advisory lock).
     for port in ports {
         procs.children.push(spawn_serve(&bin, &db, port));
     }
-    let bases: Vec<String> = ports.iter().map(|p| format!("http://127.0.0.1:{p}")).collect();
+    let bases: Vec<String> = ports
+        .iter()
+        .map(|p| format!("http://127.0.0.1:{p}"))
+        .collect();
     for (i, base) in bases.iter().enumerate() {
         wait_healthy(&http, base, &mut procs.children[i]).await;
     }
-    let pool = PgPoolOptions::new().max_connections(4).connect(&database_url(&db)).await.unwrap();
+    let pool = PgPoolOptions::new()
+        .max_connections(4)
+        .connect(&database_url(&db))
+        .await
+        .unwrap();
 
     // Alice on process 1 and Bob on process 2, and each on the other too.
     let alice1 = login(&http, &bases[0], "+15550201", "Alice").await;
     let bob2 = login(&http, &bases[1], "+15550202", "Bob").await;
     let alice2 = login(&http, &bases[1], "+15550201", "Alice").await;
     let bob1 = login(&http, &bases[0], "+15550202", "Bob").await;
-    assert_eq!((alice1.user_id, bob1.user_id), (alice2.user_id, bob2.user_id), "one account whichever process");
+    assert_eq!(
+        (alice1.user_id, bob1.user_id),
+        (alice2.user_id, bob2.user_id),
+        "one account whichever process"
+    );
     let (alice, bob) = (alice1.user_id, bob1.user_id);
     // The access-hash key is shared: a hash from one process works on the other.
     let to_bob = alice1.peer_of("+15550202").await;
@@ -261,7 +315,10 @@ async fn two_serve_processes_share_one_database() {
             for i in 0..PER_TASK {
                 let text = format!("{name}-{i}");
                 let r = dev.send(&peer, &text).await;
-                assert_eq!((r["_"].as_str(), r["pts_count"].as_i64()), (Some("updateShortSentMessage"), Some(1)));
+                assert_eq!(
+                    (r["_"].as_str(), r["pts_count"].as_i64()),
+                    (Some("updateShortSentMessage"), Some(1))
+                );
                 answers.push((text, r["id"].as_i64().unwrap(), r["pts"].as_i64().unwrap()));
             }
             (dev.user_id, answers)
@@ -272,17 +329,31 @@ async fn two_serve_processes_share_one_database() {
         let (user, answers) = r.expect("send task");
         sent.entry(user).or_default().extend(answers);
     }
-    eprintln!("two_processes: {} sends in {:?}", 4 * PER_TASK, started.elapsed());
+    eprintln!(
+        "two_processes: {} sends in {:?}",
+        4 * PER_TASK,
+        started.elapsed()
+    );
 
     // Every answer is a distinct box id and pts of the sender; the sequences are dense.
     let seqs = assert_dense(&pool).await;
     for (user, answers) in &sent {
         let ids: BTreeSet<i64> = answers.iter().map(|a| a.1).collect();
         let pts: BTreeSet<i64> = answers.iter().map(|a| a.2).collect();
-        assert_eq!((ids.len(), pts.len()), (2 * PER_TASK, 2 * PER_TASK), "distinct ids and pts for {user}");
+        assert_eq!(
+            (ids.len(), pts.len()),
+            (2 * PER_TASK, 2 * PER_TASK),
+            "distinct ids and pts for {user}"
+        );
     }
-    let expected_seq = [(alice, 4 * PER_TASK as i32, 4 * PER_TASK as i32), (bob, 4 * PER_TASK as i32, 4 * PER_TASK as i32)];
-    assert_eq!(seqs, expected_seq, "each account got 200 new_message events and 200 boxes");
+    let expected_seq = [
+        (alice, 4 * PER_TASK as i32, 4 * PER_TASK as i32),
+        (bob, 4 * PER_TASK as i32, 4 * PER_TASK as i32),
+    ];
+    assert_eq!(
+        seqs, expected_seq,
+        "each account got 200 new_message events and 200 boxes"
+    );
 
     // Each side's history has every message exactly once, with the answered ids for its own.
     for (me, dev, peer_phone) in [(alice, &alice1, "+15550202"), (bob, &bob2, "+15550201")] {
@@ -291,15 +362,25 @@ async fn two_serve_processes_share_one_database() {
         assert_eq!(history.len(), 4 * PER_TASK, "history of {me}");
         let mut by_text: BTreeMap<String, (i64, bool)> = BTreeMap::new();
         for m in &history {
-            let prev = by_text.insert(m["message"].as_str().unwrap().to_string(), (m["id"].as_i64().unwrap(), m["out"] == true));
-            assert!(prev.is_none(), "{} twice in the history of {me}", m["message"]);
+            let prev = by_text.insert(
+                m["message"].as_str().unwrap().to_string(),
+                (m["id"].as_i64().unwrap(), m["out"] == true),
+            );
+            assert!(
+                prev.is_none(),
+                "{} twice in the history of {me}",
+                m["message"]
+            );
         }
         for (user, answers) in &sent {
             for (text, id, _) in answers {
                 let (got_id, out) = by_text[text];
                 assert_eq!(out, *user == me, "direction of {text}");
                 if *user == me {
-                    assert_eq!(got_id, *id, "{text} is in the sender's box the answer named");
+                    assert_eq!(
+                        got_id, *id,
+                        "{text} is in the sender's box the answer named"
+                    );
                 }
             }
         }
@@ -322,7 +403,11 @@ async fn two_serve_processes_share_one_database() {
     while let Some(r) = retries.join_next().await {
         let (k, id, pts) = r.expect("retry task");
         if let Some(prev) = first.insert(k, (id, pts)) {
-            assert_eq!(prev, (id, pts), "both processes answer the first result of random_id {k}");
+            assert_eq!(
+                prev,
+                (id, pts),
+                "both processes answer the first result of random_id {k}"
+            );
         }
     }
 
@@ -359,7 +444,12 @@ async fn two_serve_processes_share_one_database() {
         }
     }
     eprintln!("two_processes: mixed outcomes {outcomes:?}");
-    assert!(outcomes.keys().all(|(s, m)| *s == 200 || m == "MESSAGE_ID_INVALID"), "only edits of deleted messages fail: {outcomes:?}");
+    assert!(
+        outcomes
+            .keys()
+            .all(|(s, m)| *s == 200 || m == "MESSAGE_ID_INVALID"),
+        "only edits of deleted messages fail: {outcomes:?}"
+    );
     assert_dense(&pool).await;
 
     // A difference through process 2 equals the state through process 1, and the other way round.
@@ -369,14 +459,25 @@ async fn two_serve_processes_share_one_database() {
         replica.assert_matches(via1, true).await;
         let mut other = Replica::new(me);
         catch_up(via1, &mut other).await;
-        assert_eq!((other.pts, &other.messages, &other.deleted), (replica.pts, &replica.messages, &replica.deleted));
+        assert_eq!(
+            (other.pts, &other.messages, &other.deleted),
+            (replica.pts, &replica.messages, &replica.deleted)
+        );
         assert_eq!(other.dialogs, replica.dialogs);
         let chats = replica.dialogs.keys().copied().collect::<Vec<_>>();
-        assert_eq!(chats, vec![if me == alice { bob } else { alice }], "one chat");
+        assert_eq!(
+            chats,
+            vec![if me == alice { bob } else { alice }],
+            "one chat"
+        );
     }
 
     let report = projections::verify::verify(&pool).await.expect("verify");
-    assert!(report.is_clean(), "verify after two processes: {:?}", report.differences);
+    assert!(
+        report.is_clean(),
+        "verify after two processes: {:?}",
+        report.differences
+    );
 
     pool.close().await;
     drop(procs);

@@ -13,7 +13,8 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection, PgPool};
 
 pub fn admin_url() -> String {
-    std::env::var("PTSLOG_TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    std::env::var("PTSLOG_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
 pub fn redis_url() -> String {
@@ -38,62 +39,86 @@ fn migrations_dir() -> PathBuf {
 /// A template database with every migration applied, named by a hash of the migrations so a
 /// changed schema gets a new template. Creation is serialized by an advisory lock, across processes.
 async fn template() -> anyhow::Result<String> {
-    let mut files: Vec<_> = std::fs::read_dir(migrations_dir())?.filter_map(Result::ok).map(|e| e.path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(migrations_dir())?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
     files.sort();
     let mut h = DefaultHasher::new();
     for f in &files {
         std::fs::read(f)?.hash(&mut h);
     }
     let name = format!("ptslog_tpl_{:016x}", h.finish());
-    let mut admin = PgConnection::connect(&admin_url()).await.context("connecting to the test Postgres (PTSLOG_TEST_DATABASE_URL)")?;
-    sqlx::query("SELECT pg_advisory_lock(8675309)").execute(&mut admin).await?;
-    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-        .bind(&name)
-        .fetch_one(&mut admin)
+    let mut admin = PgConnection::connect(&admin_url())
+        .await
+        .context("connecting to the test Postgres (PTSLOG_TEST_DATABASE_URL)")?;
+    sqlx::query("SELECT pg_advisory_lock(8675309)")
+        .execute(&mut admin)
         .await?;
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+            .bind(&name)
+            .fetch_one(&mut admin)
+            .await?;
     if !exists {
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await?;
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut admin)
+            .await?;
         let pool = infrastructure::postgres::connect(&database_url(&name), 2).await?;
         let migrated = infrastructure::postgres::migrate(&pool).await;
         pool.close().await;
         if let Err(e) = migrated {
-            sqlx::query(&format!("DROP DATABASE {name}")).execute(&mut admin).await?;
+            sqlx::query(&format!("DROP DATABASE {name}"))
+                .execute(&mut admin)
+                .await?;
             return Err(anyhow!("migrating the template: {e}"));
         }
     }
-    sqlx::query("SELECT pg_advisory_unlock(8675309)").execute(&mut admin).await?;
+    sqlx::query("SELECT pg_advisory_unlock(8675309)")
+        .execute(&mut admin)
+        .await?;
     Ok(name)
 }
 
 /// A new empty, migrated database; answers its name.
 pub async fn fresh_database() -> anyhow::Result<String> {
     let tpl = template().await?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     // The creation time in the name lets later runs drop what a panicked test left behind.
     let name = format!("ptslog_t_{now}_{:08x}", rand::thread_rng().gen::<u32>());
     let mut admin = PgConnection::connect(&admin_url()).await?;
     drop_stale_databases(&mut admin, now).await;
-    sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {tpl}")).execute(&mut admin).await?;
+    sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {tpl}"))
+        .execute(&mut admin)
+        .await?;
     Ok(name)
 }
 
 /// Drops test databases created more than an hour ago (tests that panicked skip their cleanup).
 async fn drop_stale_databases(admin: &mut PgConnection, now: u64) {
-    let names: Vec<String> = sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 'ptslog\\_t\\_%'")
-        .fetch_all(&mut *admin)
-        .await
-        .unwrap_or_default();
+    let names: Vec<String> =
+        sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 'ptslog\\_t\\_%'")
+            .fetch_all(&mut *admin)
+            .await
+            .unwrap_or_default();
     for name in names {
         let created = name.split('_').nth(2).and_then(|t| t.parse::<u64>().ok());
         if created.is_some_and(|t| t + 3600 < now) {
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut *admin).await;
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut *admin)
+                .await;
         }
     }
 }
 
 pub async fn drop_database(name: &str) {
     if let Ok(mut admin) = PgConnection::connect(&admin_url()).await {
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await;
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .execute(&mut admin)
+            .await;
     }
 }
 
@@ -129,7 +154,11 @@ impl TestServer {
         let mut config = test_config(&db);
         adjust(&mut config);
         let running = ptslog_server::start(&config).await.expect("server starts");
-        let pool = PgPoolOptions::new().max_connections(4).connect(&database_url(&db)).await.expect("test pool");
+        let pool = PgPoolOptions::new()
+            .max_connections(4)
+            .connect(&database_url(&db))
+            .await
+            .expect("test pool");
         Self {
             base: format!("http://{}", running.addr),
             db,
@@ -200,15 +229,30 @@ impl Device {
     /// Calls a method that must fail; answers (status, error_message).
     pub async fn rpc_err(&self, method: &str, params: Value) -> (u16, String) {
         let (status, body) = self.call(method, params.clone()).await;
-        assert_ne!(status, 200, "{method} {params} should fail but answered {body}");
+        assert_ne!(
+            status, 200,
+            "{method} {params} should fail but answered {body}"
+        );
         assert_eq!(body["_"], "rpc_error", "error body {body}");
-        assert_eq!(body["error_code"].as_u64(), Some(status as u64), "error code is the status: {body}");
-        (status, body["error_message"].as_str().unwrap_or_default().to_string())
+        assert_eq!(
+            body["error_code"].as_u64(),
+            Some(status as u64),
+            "error code is the status: {body}"
+        );
+        (
+            status,
+            body["error_message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
     }
 
     /// The `inputPeerUser` of another account, found by phone as a client would.
     pub async fn peer_of(&self, phone: &str) -> Value {
-        let r = self.rpc("contacts.resolvePhone", json!({"phone": phone})).await;
+        let r = self
+            .rpc("contacts.resolvePhone", json!({"phone": phone}))
+            .await;
         let user = &r["users"][0];
         json!({"_": "inputPeerUser", "user_id": user["id"], "access_hash": user["access_hash"]})
     }
@@ -216,7 +260,11 @@ impl Device {
     /// Sends a text message; answers the `updateShortSentMessage`.
     pub async fn send(&self, peer: &Value, text: &str) -> Value {
         let random_id: i64 = rand::thread_rng().gen_range(1..i64::MAX);
-        self.rpc("messages.sendMessage", json!({"peer": peer, "message": text, "random_id": random_id})).await
+        self.rpc(
+            "messages.sendMessage",
+            json!({"peer": peer, "message": text, "random_id": random_id}),
+        )
+        .await
     }
 
     pub async fn state(&self) -> Value {

@@ -21,7 +21,12 @@ pub struct Block {
 
 impl App {
     /// Answers TL `Bool` (always true, as Telegram does).
-    pub async fn set_blocked(&self, caller: &Caller, req: Block, blocked: bool) -> Result<bool, AppError> {
+    pub async fn set_blocked(
+        &self,
+        caller: &Caller,
+        req: Block,
+        blocked: bool,
+    ) -> Result<bool, AppError> {
         let owner = caller.user_id;
         let peer = match self.chat_peer(owner, &req.id)? {
             ChatPeer::SelfChat => return Err(DomainError::ContactIdInvalid.into()),
@@ -36,8 +41,13 @@ impl App {
         if tx.is_blocked(owner, peer).await? == blocked {
             return Ok(true);
         }
-        let event = PeerBlocked { peer_id: peer, blocked, date: unix_now() };
-        tx.append(owner, UserEvent::PeerBlocked(event), Origin::from(caller)).await?;
+        let event = PeerBlocked {
+            peer_id: peer,
+            blocked,
+            date: unix_now(),
+        };
+        tx.append(owner, UserEvent::PeerBlocked(event), Origin::from(caller))
+            .await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -3,7 +3,9 @@
 //! the action bar of a chat. Each change is an event of the owner's log; the other side's log is
 //! untouched. A repeat that changes nothing appends nothing.
 
-use domain::events::{ContactDeleted, ContactSaved, ContactsReset, PeerSettings, PeerSettingsFlags, UserEvent};
+use domain::events::{
+    ContactDeleted, ContactSaved, ContactsReset, PeerSettings, PeerSettingsFlags, UserEvent,
+};
 use domain::{limits, DomainError, UserId};
 use serde::Deserialize;
 
@@ -11,7 +13,9 @@ use crate::clock::unix_now;
 use crate::commands::login::{check_name, normalize_phone};
 use crate::error::AppError;
 use crate::ports::{Origin, StoredEvent};
-use crate::tl::{long, update_for_event, ImportedContact, ImportedContacts, InputPeer, InputUser, Updates};
+use crate::tl::{
+    long, update_for_event, ImportedContact, ImportedContacts, InputPeer, InputUser, Updates,
+};
 use crate::{App, Caller};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -55,29 +59,65 @@ pub struct HidePeerSettingsBar {
 
 /// The action bar of a private chat: none with oneself, a contact, or once hidden; otherwise the
 /// offer to add, block or report the stranger.
-pub(crate) fn peer_settings_flags(is_self: bool, is_contact: bool, bar_hidden: bool) -> PeerSettingsFlags {
+pub(crate) fn peer_settings_flags(
+    is_self: bool,
+    is_contact: bool,
+    bar_hidden: bool,
+) -> PeerSettingsFlags {
     if is_self || is_contact || bar_hidden {
         PeerSettingsFlags::default()
     } else {
-        PeerSettingsFlags { report_spam: true, add_contact: true, block_contact: true }
+        PeerSettingsFlags {
+            report_spam: true,
+            add_contact: true,
+            block_contact: true,
+        }
     }
 }
 
 impl App {
     fn contact_names(&self, first: &str, last: &str) -> Result<(String, String), AppError> {
-        let first = check_name(first, limits::MAX_FIRST_NAME_CODE_POINTS, DomainError::FirstNameInvalid, false)?;
-        let last = check_name(last, limits::MAX_LAST_NAME_CODE_POINTS, DomainError::LastNameInvalid, false)?;
+        let first = check_name(
+            first,
+            limits::MAX_FIRST_NAME_CODE_POINTS,
+            DomainError::FirstNameInvalid,
+            false,
+        )?;
+        let last = check_name(
+            last,
+            limits::MAX_LAST_NAME_CODE_POINTS,
+            DomainError::LastNameInvalid,
+            false,
+        )?;
         Ok((first, last))
     }
 
     /// The `updates` answer of a contact change: one update per appended event.
-    async fn contact_updates(&self, owner: UserId, appended: Vec<StoredEvent>, users: Vec<UserId>) -> Result<Updates, AppError> {
-        let updates = appended.iter().map(|e| update_for_event(e, &self.keys)).collect();
+    async fn contact_updates(
+        &self,
+        owner: UserId,
+        appended: Vec<StoredEvent>,
+        users: Vec<UserId>,
+    ) -> Result<Updates, AppError> {
+        let updates = appended
+            .iter()
+            .map(|e| update_for_event(e, &self.keys))
+            .collect();
         let users = self.users_for(owner, users).await?;
-        Ok(Updates::Updates { updates, users, chats: Vec::new(), date: unix_now(), seq: 0 })
+        Ok(Updates::Updates {
+            updates,
+            users,
+            chats: Vec::new(),
+            date: unix_now(),
+            seq: 0,
+        })
     }
 
-    pub async fn import_contacts(&self, caller: &Caller, req: ImportContacts) -> Result<ImportedContacts, AppError> {
+    pub async fn import_contacts(
+        &self,
+        caller: &Caller,
+        req: ImportContacts,
+    ) -> Result<ImportedContacts, AppError> {
         let owner = caller.user_id;
         if req.contacts.len() > limits::MAX_IMPORT_CONTACTS {
             return Err(DomainError::LimitInvalid.into());
@@ -86,8 +126,12 @@ impl App {
         let mut found: Vec<(i64, ContactSaved)> = Vec::new();
         let date = unix_now();
         for c in &req.contacts {
-            let Ok(phone) = normalize_phone(&c.phone) else { continue };
-            let Some(user) = self.store.user_by_phone(&phone).await? else { continue };
+            let Ok(phone) = normalize_phone(&c.phone) else {
+                continue;
+            };
+            let Some(user) = self.store.user_by_phone(&phone).await? else {
+                continue;
+            };
             if user.id == owner {
                 continue;
             }
@@ -114,20 +158,32 @@ impl App {
             let mut tx = self.store.begin().await?;
             tx.lock_users(&[owner]).await?;
             for (client_id, saved) in found {
-                imported.push(ImportedContact { user_id: saved.user_id.get(), client_id });
+                imported.push(ImportedContact {
+                    user_id: saved.user_id.get(),
+                    client_id,
+                });
                 users.push(saved.user_id);
                 let old = tx.contact(owner, saved.user_id).await?;
                 let unchanged = old.as_ref().is_some_and(|o| {
-                    o.imported && o.first_name == saved.first_name && o.last_name == saved.last_name && o.phone == saved.phone
+                    o.imported
+                        && o.first_name == saved.first_name
+                        && o.last_name == saved.last_name
+                        && o.phone == saved.phone
                 });
                 if !unchanged {
-                    tx.append(owner, UserEvent::ContactSaved(saved), Origin::from(caller)).await?;
+                    tx.append(owner, UserEvent::ContactSaved(saved), Origin::from(caller))
+                        .await?;
                 }
             }
             tx.commit().await?;
         }
         let users = self.users_for(owner, users).await?;
-        Ok(ImportedContacts { imported, popular_invites: Vec::new(), retry_contacts: Vec::new(), users })
+        Ok(ImportedContacts {
+            imported,
+            popular_invites: Vec::new(),
+            retry_contacts: Vec::new(),
+            users,
+        })
     }
 
     /// Answers `updates` with `updatePeerSettings` for the user (none if nothing changed).
@@ -141,7 +197,12 @@ impl App {
         if first.is_empty() {
             return Err(DomainError::ContactNameEmpty.into());
         }
-        let record = self.store.users(&[target]).await?.pop().ok_or(DomainError::ContactIdInvalid)?;
+        let record = self
+            .store
+            .users(&[target])
+            .await?
+            .pop()
+            .ok_or(DomainError::ContactIdInvalid)?;
         let phone = if req.phone.trim().is_empty() {
             record.phone.trim_start_matches('+').to_string()
         } else {
@@ -162,7 +223,9 @@ impl App {
                 settings: PeerSettingsFlags::default(),
             };
             let event = UserEvent::ContactSaved(saved);
-            let pts = tx.append(owner, event.clone(), Origin::from(caller)).await?;
+            let pts = tx
+                .append(owner, event.clone(), Origin::from(caller))
+                .await?;
             tx.commit().await?;
             appended.push(stored(owner, pts, event, caller));
         }
@@ -170,7 +233,11 @@ impl App {
     }
 
     /// Answers `updates` with `updatePeerSettings` for each deleted contact.
-    pub async fn delete_contacts(&self, caller: &Caller, req: DeleteContacts) -> Result<Updates, AppError> {
+    pub async fn delete_contacts(
+        &self,
+        caller: &Caller,
+        req: DeleteContacts,
+    ) -> Result<Updates, AppError> {
         let owner = caller.user_id;
         let mut targets: Vec<UserId> = Vec::new();
         for u in &req.id {
@@ -192,7 +259,9 @@ impl App {
                 user_id: *t,
                 settings: peer_settings_flags(false, false, hidden),
             });
-            let pts = tx.append(owner, event.clone(), Origin::from(caller)).await?;
+            let pts = tx
+                .append(owner, event.clone(), Origin::from(caller))
+                .await?;
             appended.push(stored(owner, pts, event, caller));
         }
         if !appended.is_empty() {
@@ -211,13 +280,22 @@ impl App {
         if !self.store.contacts(owner).await?.iter().any(|c| c.imported) {
             return Ok(true);
         }
-        tx.append(owner, UserEvent::ContactsReset(ContactsReset {}), Origin::from(caller)).await?;
+        tx.append(
+            owner,
+            UserEvent::ContactsReset(ContactsReset {}),
+            Origin::from(caller),
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     }
 
     /// Answers `Bool`.
-    pub async fn hide_peer_settings_bar(&self, caller: &Caller, req: HidePeerSettingsBar) -> Result<bool, AppError> {
+    pub async fn hide_peer_settings_bar(
+        &self,
+        caller: &Caller,
+        req: HidePeerSettingsBar,
+    ) -> Result<bool, AppError> {
         let owner = caller.user_id;
         let peer = self.existing_chat_peer(owner, &req.peer).await?;
         let mut tx = self.store.begin().await?;
@@ -225,13 +303,25 @@ impl App {
         if tx.peer_bar_hidden(owner, peer).await? {
             return Ok(true);
         }
-        let event = PeerSettings { peer_id: peer, bar_hidden: true, settings: PeerSettingsFlags::default() };
-        tx.append(owner, UserEvent::PeerSettings(event), Origin::from(caller)).await?;
+        let event = PeerSettings {
+            peer_id: peer,
+            bar_hidden: true,
+            settings: PeerSettingsFlags::default(),
+        };
+        tx.append(owner, UserEvent::PeerSettings(event), Origin::from(caller))
+            .await?;
         tx.commit().await?;
         Ok(true)
     }
 }
 
 fn stored(owner: UserId, pts: domain::Pts, event: UserEvent, caller: &Caller) -> StoredEvent {
-    StoredEvent { user_id: owner, pts, pts_count: event.pts_count(), event, origin: Origin::from(caller), date: unix_now() }
+    StoredEvent {
+        user_id: owner,
+        pts,
+        pts_count: event.pts_count(),
+        event,
+        origin: Origin::from(caller),
+        date: unix_now(),
+    }
 }

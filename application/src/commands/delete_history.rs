@@ -28,7 +28,11 @@ pub struct DeleteHistory {
 }
 
 impl App {
-    pub async fn delete_history(&self, caller: &Caller, req: DeleteHistory) -> Result<AffectedHistory, AppError> {
+    pub async fn delete_history(
+        &self,
+        caller: &Caller,
+        req: DeleteHistory,
+    ) -> Result<AffectedHistory, AppError> {
         let owner = caller.user_id;
         let peer = self.chat_peer(owner, &req.peer)?.user_id(owner);
         let revoke = req.revoke && peer != owner;
@@ -41,13 +45,21 @@ impl App {
         let batch = limits::MAX_DELETE_HISTORY_BATCH as i64;
         // TL's max_id is the newest message to delete (TDLib sends the last message's id and
         // expects it gone); `newest_ids` takes an exclusive bound. 0 (or int4's end) is no bound.
-        let below = if req.max_id > 0 && req.max_id < i32::MAX { req.max_id + 1 } else { 0 };
+        let below = if req.max_id > 0 && req.max_id < i32::MAX {
+            req.max_id + 1
+        } else {
+            0
+        };
         let mut ids = tx.newest_ids(owner, peer, below, batch + 1).await?;
         let more = ids.len() as i64 > batch;
         ids.truncate(limits::MAX_DELETE_HISTORY_BATCH);
         if ids.is_empty() {
             let pts = tx.current_pts(owner)?;
-            return Ok(AffectedHistory { pts: pts.get(), pts_count: 0, offset: 0 });
+            return Ok(AffectedHistory {
+                pts: pts.get(),
+                pts_count: 0,
+                offset: 0,
+            });
         }
         if revoke && tx.is_blocked(peer, owner).await? {
             return Err(DomainError::DeleteMessagesForbidden.into());
@@ -64,13 +76,40 @@ impl App {
             }
         }
         let pts_count = ids.len() as i32;
-        let clear = ClearHistory { peer_id: peer, just_clear: req.just_clear };
-        let pts = tx.append(owner, UserEvent::DeleteMessages(DeleteEvent { ids, clear_history: Some(clear) }), origin).await?;
+        let clear = ClearHistory {
+            peer_id: peer,
+            just_clear: req.just_clear,
+        };
+        let pts = tx
+            .append(
+                owner,
+                UserEvent::DeleteMessages(DeleteEvent {
+                    ids,
+                    clear_history: Some(clear),
+                }),
+                origin,
+            )
+            .await?;
         if !theirs.is_empty() {
-            let clear = ClearHistory { peer_id: owner, just_clear: req.just_clear };
-            tx.append(peer, UserEvent::DeleteMessages(DeleteEvent { ids: theirs, clear_history: Some(clear) }), origin).await?;
+            let clear = ClearHistory {
+                peer_id: owner,
+                just_clear: req.just_clear,
+            };
+            tx.append(
+                peer,
+                UserEvent::DeleteMessages(DeleteEvent {
+                    ids: theirs,
+                    clear_history: Some(clear),
+                }),
+                origin,
+            )
+            .await?;
         }
         tx.commit().await?;
-        Ok(AffectedHistory { pts: pts.get(), pts_count, offset: i32::from(more) })
+        Ok(AffectedHistory {
+            pts: pts.get(),
+            pts_count,
+            offset: i32::from(more),
+        })
     }
 }

@@ -20,12 +20,22 @@ pub struct DeleteMessages {
 }
 
 impl App {
-    pub async fn delete_messages(&self, caller: &Caller, req: DeleteMessages) -> Result<AffectedMessages, AppError> {
+    pub async fn delete_messages(
+        &self,
+        caller: &Caller,
+        req: DeleteMessages,
+    ) -> Result<AffectedMessages, AppError> {
         if req.id.len() > limits::MAX_DELETE_MESSAGE_IDS {
             return Err(DomainError::MessageIdsTooMuch.into());
         }
         // Ids <= 0 or beyond int32 cannot name a box: dropped, as the seed says.
-        let ids: Vec<BoxId> = req.id.iter().filter_map(|raw| BoxId::from_client(*raw)).collect::<BTreeSet<_>>().into_iter().collect();
+        let ids: Vec<BoxId> = req
+            .id
+            .iter()
+            .filter_map(|raw| BoxId::from_client(*raw))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         let owner = caller.user_id;
 
         // Which chats the ids are in decides whom to lock. A box's peer never changes, but a box
@@ -33,7 +43,13 @@ impl App {
         // locked re-read finds a peer we did not lock, and we start over with it included.
         let mut peers: BTreeSet<UserId> = BTreeSet::new();
         if req.revoke && !ids.is_empty() {
-            peers.extend(self.store.messages(owner, &ids).await?.into_iter().map(|m| m.peer_id));
+            peers.extend(
+                self.store
+                    .messages(owner, &ids)
+                    .await?
+                    .into_iter()
+                    .map(|m| m.peer_id),
+            );
         }
         for _attempt in 0..3 {
             let mut lock: Vec<UserId> = peers.iter().copied().collect();
@@ -43,10 +59,17 @@ impl App {
             let mine = tx.messages(owner, &ids).await?;
             if mine.is_empty() {
                 let pts = tx.current_pts(owner)?;
-                return Ok(AffectedMessages { pts: pts.get(), pts_count: 0 });
+                return Ok(AffectedMessages {
+                    pts: pts.get(),
+                    pts_count: 0,
+                });
             }
             if req.revoke {
-                let unlocked: Vec<UserId> = mine.iter().map(|m| m.peer_id).filter(|p| !peers.contains(p) && *p != owner).collect();
+                let unlocked: Vec<UserId> = mine
+                    .iter()
+                    .map(|m| m.peer_id)
+                    .filter(|p| !peers.contains(p) && *p != owner)
+                    .collect();
                 if !unlocked.is_empty() {
                     peers.extend(unlocked);
                     continue;
@@ -71,13 +94,35 @@ impl App {
             let origin = Origin::from(caller);
             let my_ids: Vec<BoxId> = mine.iter().map(|m| m.id).collect();
             let pts_count = my_ids.len() as i32;
-            let pts = tx.append(owner, UserEvent::DeleteMessages(DeleteEvent { ids: my_ids, clear_history: None }), origin).await?;
+            let pts = tx
+                .append(
+                    owner,
+                    UserEvent::DeleteMessages(DeleteEvent {
+                        ids: my_ids,
+                        clear_history: None,
+                    }),
+                    origin,
+                )
+                .await?;
             for (peer, ids) in theirs {
-                tx.append(peer, UserEvent::DeleteMessages(DeleteEvent { ids, clear_history: None }), origin).await?;
+                tx.append(
+                    peer,
+                    UserEvent::DeleteMessages(DeleteEvent {
+                        ids,
+                        clear_history: None,
+                    }),
+                    origin,
+                )
+                .await?;
             }
             tx.commit().await?;
-            return Ok(AffectedMessages { pts: pts.get(), pts_count });
+            return Ok(AffectedMessages {
+                pts: pts.get(),
+                pts_count,
+            });
         }
-        Err(AppError::Store(crate::ports::StoreError::Bug("delete_messages: the set of chats kept changing".into())))
+        Err(AppError::Store(crate::ports::StoreError::Bug(
+            "delete_messages: the set of chats kept changing".into(),
+        )))
     }
 }

@@ -3,7 +3,9 @@
 //! folder tags. Each is its own read model (`dialog_filters`, `dialog_filter_settings`), not a
 //! `folder_id` of the dialogs. A repeat that changes nothing appends nothing.
 
-use domain::events::{DialogFilter, DialogFilterOrder, DialogFilterRules, DialogFilterTags, UserEvent};
+use domain::events::{
+    DialogFilter, DialogFilterOrder, DialogFilterRules, DialogFilterTags, UserEvent,
+};
 use domain::{limits, DomainError, UserId};
 use serde::Deserialize;
 use serde_json::Value;
@@ -88,7 +90,12 @@ pub struct ToggleDialogFilterTags {
 }
 
 impl App {
-    fn filter_peers(&self, owner: UserId, peers: &[InputPeer], out: &mut Vec<UserId>) -> Result<(), AppError> {
+    fn filter_peers(
+        &self,
+        owner: UserId,
+        peers: &[InputPeer],
+        out: &mut Vec<UserId>,
+    ) -> Result<(), AppError> {
         for p in peers {
             let id = self.chat_peer(owner, p)?.user_id(owner);
             if !out.contains(&id) {
@@ -99,7 +106,12 @@ impl App {
     }
 
     /// The rules a request defines, checked against Telegram's limits.
-    fn filter_rules(&self, owner: UserId, id: i32, f: &DialogFilterInput) -> Result<DialogFilterRules, AppError> {
+    fn filter_rules(
+        &self,
+        owner: UserId,
+        id: i32,
+        f: &DialogFilterInput,
+    ) -> Result<DialogFilterRules, AppError> {
         let (title, title_entities) = match &f.title {
             TitleInput::Plain(t) => (t.trim().to_string(), Vec::new()),
             TitleInput::Text { text, entities } => (text.trim().to_string(), entities.clone()),
@@ -115,7 +127,9 @@ impl App {
         include.retain(|p| !pinned.contains(p));
         let mut exclude = Vec::new();
         self.filter_peers(owner, &f.exclude_peers, &mut exclude)?;
-        if pinned.len() + include.len() > limits::MAX_DIALOG_FILTER_PEERS || exclude.len() > limits::MAX_DIALOG_FILTER_PEERS {
+        if pinned.len() + include.len() > limits::MAX_DIALOG_FILTER_PEERS
+            || exclude.len() > limits::MAX_DIALOG_FILTER_PEERS
+        {
             return Err(DomainError::FilterIncludeTooMuch.into());
         }
         let rules = DialogFilterRules {
@@ -144,7 +158,11 @@ impl App {
     }
 
     /// Creates, replaces (`filter` given) or deletes (`filter` absent) filter `id`. Answers `Bool`.
-    pub async fn update_dialog_filter(&self, caller: &Caller, req: UpdateDialogFilter) -> Result<bool, AppError> {
+    pub async fn update_dialog_filter(
+        &self,
+        caller: &Caller,
+        req: UpdateDialogFilter,
+    ) -> Result<bool, AppError> {
         let owner = caller.user_id;
         if req.id < 2 {
             return Err(DomainError::FilterIdInvalid.into());
@@ -169,14 +187,22 @@ impl App {
             }
             _ => {}
         }
-        let event = DialogFilter { id: req.id, filter: rules };
-        tx.append(owner, UserEvent::DialogFilter(event), Origin::from(caller)).await?;
+        let event = DialogFilter {
+            id: req.id,
+            filter: rules,
+        };
+        tx.append(owner, UserEvent::DialogFilter(event), Origin::from(caller))
+            .await?;
         tx.commit().await?;
         Ok(true)
     }
 
     /// Answers `Bool`. Every id must be one of the account's filters (or 0, "All chats"), once.
-    pub async fn update_dialog_filters_order(&self, caller: &Caller, req: UpdateDialogFiltersOrder) -> Result<bool, AppError> {
+    pub async fn update_dialog_filters_order(
+        &self,
+        caller: &Caller,
+        req: UpdateDialogFiltersOrder,
+    ) -> Result<bool, AppError> {
         let owner = caller.user_id;
         let mut tx = self.store.begin().await?;
         tx.lock_users(&[owner]).await?;
@@ -191,21 +217,37 @@ impl App {
             return Ok(true);
         }
         let event = DialogFilterOrder { order: req.order };
-        tx.append(owner, UserEvent::DialogFilterOrder(event), Origin::from(caller)).await?;
+        tx.append(
+            owner,
+            UserEvent::DialogFilterOrder(event),
+            Origin::from(caller),
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     }
 
     /// Answers `Bool`.
-    pub async fn toggle_dialog_filter_tags(&self, caller: &Caller, req: ToggleDialogFilterTags) -> Result<bool, AppError> {
+    pub async fn toggle_dialog_filter_tags(
+        &self,
+        caller: &Caller,
+        req: ToggleDialogFilterTags,
+    ) -> Result<bool, AppError> {
         let owner = caller.user_id;
         let mut tx = self.store.begin().await?;
         tx.lock_users(&[owner]).await?;
         if tx.dialog_filters(owner).await?.tags_enabled == req.enabled {
             return Ok(true);
         }
-        let event = DialogFilterTags { enabled: req.enabled };
-        tx.append(owner, UserEvent::DialogFilterTags(event), Origin::from(caller)).await?;
+        let event = DialogFilterTags {
+            enabled: req.enabled,
+        };
+        tx.append(
+            owner,
+            UserEvent::DialogFilterTags(event),
+            Origin::from(caller),
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     }

@@ -38,7 +38,11 @@ pub struct EditMessage {
 }
 
 impl App {
-    pub async fn edit_message(&self, caller: &Caller, req: EditMessage) -> Result<Updates, AppError> {
+    pub async fn edit_message(
+        &self,
+        caller: &Caller,
+        req: EditMessage,
+    ) -> Result<Updates, AppError> {
         if let Some(media) = &req.media {
             // A web page preview or "no media" edit is a text edit; real media is not supported yet.
             let kind = media.get("_").and_then(Value::as_str).unwrap_or_default();
@@ -88,17 +92,40 @@ impl App {
             ..m
         };
         let origin = Origin::from(caller);
-        let others_copy = if peer != author { tx.message_by_shared_id(peer, mine.message_id).await? } else { None };
+        let others_copy = if peer != author {
+            tx.message_by_shared_id(peer, mine.message_id).await?
+        } else {
+            None
+        };
         let my_copy = edited(mine);
-        let pts = tx.append(author, UserEvent::EditMessage(EditEvent { message: my_copy.clone() }), origin).await?;
+        let pts = tx
+            .append(
+                author,
+                UserEvent::EditMessage(EditEvent {
+                    message: my_copy.clone(),
+                }),
+                origin,
+            )
+            .await?;
         if let Some(theirs) = others_copy {
-            tx.append(peer, UserEvent::EditMessage(EditEvent { message: edited(theirs) }), origin).await?;
+            tx.append(
+                peer,
+                UserEvent::EditMessage(EditEvent {
+                    message: edited(theirs),
+                }),
+                origin,
+            )
+            .await?;
         }
         tx.commit().await?;
 
         let users = self.users_for(author, [author, peer]).await?;
         Ok(Updates::Updates {
-            updates: vec![Update::EditMessage { message: Message::from(&my_copy), pts: pts.get(), pts_count: 1 }],
+            updates: vec![Update::EditMessage {
+                message: Message::from(&my_copy),
+                pts: pts.get(),
+                pts_count: 1,
+            }],
             users,
             chats: Vec::new(),
             date: edit_date,

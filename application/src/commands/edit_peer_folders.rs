@@ -25,7 +25,11 @@ pub struct EditPeerFolders {
 
 impl App {
     /// Answers `updates` with one `updateFolderPeers` (none when nothing moved).
-    pub async fn edit_peer_folders(&self, caller: &Caller, req: EditPeerFolders) -> Result<Updates, AppError> {
+    pub async fn edit_peer_folders(
+        &self,
+        caller: &Caller,
+        req: EditPeerFolders,
+    ) -> Result<Updates, AppError> {
         let owner = caller.user_id;
         if req.folder_peers.len() > limits::MAX_PEER_DIALOGS {
             return Err(DomainError::LimitInvalid.into());
@@ -41,7 +45,10 @@ impl App {
         tx.lock_users(&[owner]).await?;
         let mut moved = Vec::new();
         for w in wanted {
-            let d = tx.dialog(owner, w.peer_id).await?.ok_or(DomainError::PeerHistoryEmpty)?;
+            let d = tx
+                .dialog(owner, w.peer_id)
+                .await?
+                .ok_or(DomainError::PeerHistoryEmpty)?;
             if d.folder_id != w.folder_id {
                 moved.push(w);
             }
@@ -50,8 +57,12 @@ impl App {
         let mut users: Vec<UserId> = Vec::new();
         if !moved.is_empty() {
             users = moved.iter().map(|m| m.peer_id).collect();
-            let event = UserEvent::FolderPeers(FolderPeers { folder_peers: moved });
-            let pts = tx.append(owner, event.clone(), Origin::from(caller)).await?;
+            let event = UserEvent::FolderPeers(FolderPeers {
+                folder_peers: moved,
+            });
+            let pts = tx
+                .append(owner, event.clone(), Origin::from(caller))
+                .await?;
             tx.commit().await?;
             let stored = crate::ports::StoredEvent {
                 user_id: owner,
@@ -64,7 +75,12 @@ impl App {
             updates.push(crate::tl::update_for_event(&stored, &self.keys));
         }
         let users = self.users_for(owner, users).await?;
-        Ok(Updates::Updates { updates, users, chats: Vec::new(), date: unix_now(), seq: 0 })
+        Ok(Updates::Updates {
+            updates,
+            users,
+            chats: Vec::new(),
+            date: unix_now(),
+            seq: 0,
+        })
     }
 }
-

@@ -59,7 +59,11 @@ pub struct ForwardMessages {
 }
 
 impl App {
-    pub async fn forward_messages(&self, caller: &Caller, req: ForwardMessages) -> Result<Updates, AppError> {
+    pub async fn forward_messages(
+        &self,
+        caller: &Caller,
+        req: ForwardMessages,
+    ) -> Result<Updates, AppError> {
         reject_out_of_scope(
             req.schedule_date,
             &req.send_as,
@@ -97,7 +101,10 @@ impl App {
         let to = self.chat_peer(sender, &req.to_peer)?;
         let to_id = to.user_id(sender);
 
-        self.limiter.check_send(sender, ids.len() as u32).await.map_err(AppError::FloodWait)?;
+        self.limiter
+            .check_send(sender, ids.len() as u32)
+            .await
+            .map_err(AppError::FloodWait)?;
 
         let mut tx = self.store.begin().await?;
         // The source boxes are the caller's own, guarded by the caller's lock; the source chat's
@@ -132,7 +139,10 @@ impl App {
             let fwd_from = if req.drop_author {
                 None
             } else {
-                Some(source.fwd_from.clone().unwrap_or(ForwardHeader { from_id: source.from_id, date: source.date }))
+                Some(source.fwd_from.clone().unwrap_or(ForwardHeader {
+                    from_id: source.from_id,
+                    date: source.date,
+                }))
             };
             let (copy, pts) = match tx.find_by_random_id(sender, random_id).await? {
                 // Retried forward: answer what the first attempt created. The random_id of another
@@ -157,17 +167,38 @@ impl App {
                         reply_to: None,
                         fwd_from,
                     };
-                    deliver(tx.as_mut(), sender, to_id, outgoing, recipient_gets_it, origin).await?
+                    deliver(
+                        tx.as_mut(),
+                        sender,
+                        to_id,
+                        outgoing,
+                        recipient_gets_it,
+                        origin,
+                    )
+                    .await?
                 }
             };
             if let Some(f) = &copy.fwd_from {
                 mentioned.push(f.from_id);
             }
-            updates.push(Update::MessageId { id: copy.id.get(), random_id });
-            updates.push(Update::NewMessage { message: Message::from(&copy), pts: pts.get(), pts_count: 1 });
+            updates.push(Update::MessageId {
+                id: copy.id.get(),
+                random_id,
+            });
+            updates.push(Update::NewMessage {
+                message: Message::from(&copy),
+                pts: pts.get(),
+                pts_count: 1,
+            });
         }
         tx.commit().await?;
         let users = self.users_for(sender, mentioned).await?;
-        Ok(Updates::Updates { updates, users, chats: Vec::new(), date, seq: 0 })
+        Ok(Updates::Updates {
+            updates,
+            users,
+            chats: Vec::new(),
+            date,
+            seq: 0,
+        })
     }
 }

@@ -24,17 +24,31 @@ pub struct LoginResult {
 
 /// `+` and 5 to 15 digits after dropping spaces, dashes and brackets.
 pub fn normalize_phone(raw: &str) -> Result<String, DomainError> {
-    let digits: String = raw.chars().filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '+')).collect();
+    let digits: String = raw
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '+'))
+        .collect();
     let plus_only_at_start = raw.trim().trim_start_matches('+').chars().all(|c| c != '+');
-    if !plus_only_at_start || !(5..=15).contains(&digits.len()) || !digits.chars().all(|c| c.is_ascii_digit()) {
+    if !plus_only_at_start
+        || !(5..=15).contains(&digits.len())
+        || !digits.chars().all(|c| c.is_ascii_digit())
+    {
         return Err(DomainError::PhoneNumberInvalid);
     }
     Ok(format!("+{digits}"))
 }
 
-pub(crate) fn check_name(raw: &str, max: usize, err: DomainError, required: bool) -> Result<String, DomainError> {
+pub(crate) fn check_name(
+    raw: &str,
+    max: usize,
+    err: DomainError,
+    required: bool,
+) -> Result<String, DomainError> {
     let name = raw.trim();
-    if (required && name.is_empty()) || name.chars().count() > max || name.chars().any(char::is_control) {
+    if (required && name.is_empty())
+        || name.chars().count() > max
+        || name.chars().any(char::is_control)
+    {
         return Err(err);
     }
     Ok(name.to_string())
@@ -52,12 +66,25 @@ impl App {
             (String::new(), String::new())
         } else {
             (
-                check_name(&req.first_name, limits::MAX_FIRST_NAME_CODE_POINTS, DomainError::FirstNameInvalid, true)?,
-                check_name(&req.last_name, limits::MAX_LAST_NAME_CODE_POINTS, DomainError::LastNameInvalid, false)?,
+                check_name(
+                    &req.first_name,
+                    limits::MAX_FIRST_NAME_CODE_POINTS,
+                    DomainError::FirstNameInvalid,
+                    true,
+                )?,
+                check_name(
+                    &req.last_name,
+                    limits::MAX_LAST_NAME_CODE_POINTS,
+                    DomainError::LastNameInvalid,
+                    false,
+                )?,
             )
         };
         let (user, token) = self.accounts.login(&phone, &first, &last).await?;
-        Ok(LoginResult { user_id: user.id.get(), token })
+        Ok(LoginResult {
+            user_id: user.id.get(),
+            token,
+        })
     }
 }
 
@@ -70,20 +97,43 @@ mod tests {
         assert_eq!(normalize_phone("+1 555-0001").unwrap(), "+15550001");
         assert_eq!(normalize_phone("15550001").unwrap(), "+15550001");
         assert_eq!(normalize_phone("+12"), Err(DomainError::PhoneNumberInvalid));
-        assert_eq!(normalize_phone("+1555abc0001"), Err(DomainError::PhoneNumberInvalid));
-        assert_eq!(normalize_phone("+1555+0001"), Err(DomainError::PhoneNumberInvalid));
-        assert_eq!(normalize_phone(&"1".repeat(16)), Err(DomainError::PhoneNumberInvalid));
+        assert_eq!(
+            normalize_phone("+1555abc0001"),
+            Err(DomainError::PhoneNumberInvalid)
+        );
+        assert_eq!(
+            normalize_phone("+1555+0001"),
+            Err(DomainError::PhoneNumberInvalid)
+        );
+        assert_eq!(
+            normalize_phone(&"1".repeat(16)),
+            Err(DomainError::PhoneNumberInvalid)
+        );
     }
 
     #[test]
     fn first_name_limit() {
         let at = "ж".repeat(limits::MAX_FIRST_NAME_CODE_POINTS);
-        assert!(check_name(&at, limits::MAX_FIRST_NAME_CODE_POINTS, DomainError::FirstNameInvalid, true).is_ok());
+        assert!(check_name(
+            &at,
+            limits::MAX_FIRST_NAME_CODE_POINTS,
+            DomainError::FirstNameInvalid,
+            true
+        )
+        .is_ok());
         let over = "ж".repeat(limits::MAX_FIRST_NAME_CODE_POINTS + 1);
         assert_eq!(
-            check_name(&over, limits::MAX_FIRST_NAME_CODE_POINTS, DomainError::FirstNameInvalid, true),
+            check_name(
+                &over,
+                limits::MAX_FIRST_NAME_CODE_POINTS,
+                DomainError::FirstNameInvalid,
+                true
+            ),
             Err(DomainError::FirstNameInvalid)
         );
-        assert_eq!(check_name(" ", 64, DomainError::FirstNameInvalid, true), Err(DomainError::FirstNameInvalid));
+        assert_eq!(
+            check_name(" ", 64, DomainError::FirstNameInvalid, true),
+            Err(DomainError::FirstNameInvalid)
+        );
     }
 }

@@ -19,17 +19,32 @@ pub struct MarkDialogUnread {
 
 impl App {
     /// Answers TL `Bool`.
-    pub async fn mark_dialog_unread(&self, caller: &Caller, req: MarkDialogUnread) -> Result<bool, AppError> {
+    pub async fn mark_dialog_unread(
+        &self,
+        caller: &Caller,
+        req: MarkDialogUnread,
+    ) -> Result<bool, AppError> {
         let owner = caller.user_id;
         let peer = self.dialog_peer(owner, &req.peer)?;
         let mut tx = self.store.begin().await?;
         tx.lock_users(&[owner]).await?;
-        let dialog = tx.dialog(owner, peer).await?.ok_or(DomainError::PeerHistoryEmpty)?;
+        let dialog = tx
+            .dialog(owner, peer)
+            .await?
+            .ok_or(DomainError::PeerHistoryEmpty)?;
         if dialog.unread_mark == req.unread {
             return Ok(true);
         }
-        let event = DialogUnreadMark { peer_id: peer, unread: req.unread };
-        tx.append(owner, UserEvent::DialogUnreadMark(event), Origin::from(caller)).await?;
+        let event = DialogUnreadMark {
+            peer_id: peer,
+            unread: req.unread,
+        };
+        tx.append(
+            owner,
+            UserEvent::DialogUnreadMark(event),
+            Origin::from(caller),
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     }

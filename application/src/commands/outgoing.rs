@@ -51,16 +51,28 @@ pub(crate) async fn deliver(
         random_id: Some(msg.random_id),
         edit_date: None,
     };
-    let pts = tx.append(sender, UserEvent::NewMessage(NewMessage { message: sender_copy.clone() }), origin).await?;
+    let pts = tx
+        .append(
+            sender,
+            UserEvent::NewMessage(NewMessage {
+                message: sender_copy.clone(),
+            }),
+            origin,
+        )
+        .await?;
 
     if peer != sender && recipient_gets_it {
         // The recipient sees the reply in its own ids; if it no longer has the replied-to message,
         // the reply header is left out rather than leaking the sender's id.
         let reply_to = match &msg.reply_to {
-            Some((header, shared)) => tx.message_by_shared_id(peer, *shared).await?.map(|m| ReplyHeader {
-                reply_to_msg_id: m.id,
-                ..header.clone()
-            }),
+            Some((header, shared)) => {
+                tx.message_by_shared_id(peer, *shared)
+                    .await?
+                    .map(|m| ReplyHeader {
+                        reply_to_msg_id: m.id,
+                        ..header.clone()
+                    })
+            }
             None => None,
         };
         let recipient_copy = OwnerMessage {
@@ -80,7 +92,14 @@ pub(crate) async fn deliver(
             random_id: None,
             edit_date: None,
         };
-        tx.append(peer, UserEvent::NewMessage(NewMessage { message: recipient_copy }), origin).await?;
+        tx.append(
+            peer,
+            UserEvent::NewMessage(NewMessage {
+                message: recipient_copy,
+            }),
+            origin,
+        )
+        .await?;
     }
     Ok((sender_copy, pts))
 }

@@ -39,7 +39,11 @@ pub(crate) fn pin_limit(folder_id: i16) -> usize {
 
 impl App {
     /// The private chat an `InputDialogPeer` names (folders are not dialogs one can act on here).
-    pub(crate) fn dialog_peer(&self, owner: UserId, peer: &InputDialogPeer) -> Result<UserId, AppError> {
+    pub(crate) fn dialog_peer(
+        &self,
+        owner: UserId,
+        peer: &InputDialogPeer,
+    ) -> Result<UserId, AppError> {
         match peer {
             InputDialogPeer::Peer { peer } => Ok(self.chat_peer(owner, peer)?.user_id(owner)),
             InputDialogPeer::Folder { .. } => Err(DomainError::PeerIdInvalid.into()),
@@ -47,27 +51,45 @@ impl App {
     }
 
     /// Answers TL `Bool`.
-    pub async fn toggle_dialog_pin(&self, caller: &Caller, req: ToggleDialogPin) -> Result<bool, AppError> {
+    pub async fn toggle_dialog_pin(
+        &self,
+        caller: &Caller,
+        req: ToggleDialogPin,
+    ) -> Result<bool, AppError> {
         let owner = caller.user_id;
         let peer = self.dialog_peer(owner, &req.peer)?;
         let mut tx = self.store.begin().await?;
         tx.lock_users(&[owner]).await?;
-        let dialog = tx.dialog(owner, peer).await?.ok_or(DomainError::PeerHistoryEmpty)?;
+        let dialog = tx
+            .dialog(owner, peer)
+            .await?
+            .ok_or(DomainError::PeerHistoryEmpty)?;
         if dialog.pinned == req.pinned {
             return Ok(true);
         }
-        if req.pinned && tx.pinned_peers(owner, dialog.folder_id).await?.len() >= pin_limit(dialog.folder_id) {
+        if req.pinned
+            && tx.pinned_peers(owner, dialog.folder_id).await?.len() >= pin_limit(dialog.folder_id)
+        {
             return Err(DomainError::PinnedDialogsTooMuch.into());
         }
-        let event = DialogPinned { peer_id: peer, folder_id: dialog.folder_id, pinned: req.pinned };
-        tx.append(owner, UserEvent::DialogPinned(event), Origin::from(caller)).await?;
+        let event = DialogPinned {
+            peer_id: peer,
+            folder_id: dialog.folder_id,
+            pinned: req.pinned,
+        };
+        tx.append(owner, UserEvent::DialogPinned(event), Origin::from(caller))
+            .await?;
         tx.commit().await?;
         Ok(true)
     }
 
     /// Answers TL `Bool`. The new pinned list is `order` (each must be a dialog of the folder), then,
     /// unless `force`, the dialogs pinned before but not listed, in their previous order.
-    pub async fn reorder_pinned_dialogs(&self, caller: &Caller, req: ReorderPinnedDialogs) -> Result<bool, AppError> {
+    pub async fn reorder_pinned_dialogs(
+        &self,
+        caller: &Caller,
+        req: ReorderPinnedDialogs,
+    ) -> Result<bool, AppError> {
         let owner = caller.user_id;
         let folder_id = folder(Some(req.folder_id))?;
         let mut listed: Vec<UserId> = Vec::with_capacity(req.order.len());
@@ -91,7 +113,13 @@ impl App {
         let current = tx.pinned_peers(owner, folder_id).await?;
         let mut order = listed;
         if !req.force {
-            order.extend(current.iter().copied().filter(|p| !order.contains(p)).collect::<Vec<_>>());
+            order.extend(
+                current
+                    .iter()
+                    .copied()
+                    .filter(|p| !order.contains(p))
+                    .collect::<Vec<_>>(),
+            );
         }
         if order.len() > pin_limit(folder_id) {
             return Err(DomainError::PinnedDialogsTooMuch.into());
@@ -99,7 +127,12 @@ impl App {
         if order == current {
             return Ok(true);
         }
-        tx.append(owner, UserEvent::PinnedDialogs(PinnedDialogs { folder_id, order }), Origin::from(caller)).await?;
+        tx.append(
+            owner,
+            UserEvent::PinnedDialogs(PinnedDialogs { folder_id, order }),
+            Origin::from(caller),
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     }

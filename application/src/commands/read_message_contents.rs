@@ -19,22 +19,51 @@ pub struct ReadMessageContents {
 }
 
 impl App {
-    pub async fn read_message_contents(&self, caller: &Caller, req: ReadMessageContents) -> Result<AffectedMessages, AppError> {
+    pub async fn read_message_contents(
+        &self,
+        caller: &Caller,
+        req: ReadMessageContents,
+    ) -> Result<AffectedMessages, AppError> {
         if req.id.len() > limits::MAX_DELETE_MESSAGE_IDS {
             return Err(DomainError::MessageIdsTooMuch.into());
         }
-        let ids: Vec<BoxId> = req.id.iter().filter_map(|raw| BoxId::from_client(*raw)).collect::<BTreeSet<_>>().into_iter().collect();
+        let ids: Vec<BoxId> = req
+            .id
+            .iter()
+            .filter_map(|raw| BoxId::from_client(*raw))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         let owner = caller.user_id;
         let mut tx = self.store.begin().await?;
         tx.lock_users(&[owner]).await?;
-        let unread = if ids.is_empty() { Vec::new() } else { tx.content_unread(owner, &ids).await? };
+        let unread = if ids.is_empty() {
+            Vec::new()
+        } else {
+            tx.content_unread(owner, &ids).await?
+        };
         if unread.is_empty() {
-            return Ok(AffectedMessages { pts: tx.current_pts(owner)?.get(), pts_count: 0 });
+            return Ok(AffectedMessages {
+                pts: tx.current_pts(owner)?.get(),
+                pts_count: 0,
+            });
         }
         let pts_count = unread.len() as i32;
-        let event = ReadContentsEvent { ids: unread, date: unix_now() };
-        let pts = tx.append(owner, UserEvent::ReadMessageContents(event), Origin::from(caller)).await?;
+        let event = ReadContentsEvent {
+            ids: unread,
+            date: unix_now(),
+        };
+        let pts = tx
+            .append(
+                owner,
+                UserEvent::ReadMessageContents(event),
+                Origin::from(caller),
+            )
+            .await?;
         tx.commit().await?;
-        Ok(AffectedMessages { pts: pts.get(), pts_count })
+        Ok(AffectedMessages {
+            pts: pts.get(),
+            pts_count,
+        })
     }
 }

@@ -99,7 +99,12 @@ pub(crate) fn reject_out_of_scope(
 }
 
 /// Checks an `InputReplyTo` for a private chat with `peer`.
-pub(crate) fn parse_reply(app: &App, caller: &Caller, peer: ChatPeer, reply: &InputReplyTo) -> Result<ReplyRequest, AppError> {
+pub(crate) fn parse_reply(
+    app: &App,
+    caller: &Caller,
+    peer: ChatPeer,
+    reply: &InputReplyTo,
+) -> Result<ReplyRequest, AppError> {
     match reply {
         InputReplyTo::Story {} => Err(DomainError::StoryIdInvalid.into()),
         InputReplyTo::MonoForum {} => Err(DomainError::ReplyToMonoforumPeerInvalid.into()),
@@ -129,11 +134,14 @@ pub(crate) fn parse_reply(app: &App, caller: &Caller, peer: ChatPeer, reply: &In
                     return Err(DomainError::ReplyMessageIdInvalid.into());
                 }
             }
-            let reply_to_msg_id = BoxId::new(*reply_to_msg_id).ok_or(DomainError::ReplyMessageIdInvalid)?;
+            let reply_to_msg_id =
+                BoxId::new(*reply_to_msg_id).ok_or(DomainError::ReplyMessageIdInvalid)?;
             let quote_text = quote_text.clone().map(QuoteText::parse).transpose()?;
             let quote_entities = match (&quote_text, quote_entities) {
                 (Some(q), Some(raw)) => Entities::parse(raw.clone(), q.utf16_len())?,
-                (None, Some(raw)) if !raw.is_empty() => return Err(DomainError::EntityBoundsInvalid.into()),
+                (None, Some(raw)) if !raw.is_empty() => {
+                    return Err(DomainError::EntityBoundsInvalid.into())
+                }
                 _ => Entities::empty(),
             };
             if let Some(offset) = quote_offset {
@@ -141,13 +149,22 @@ pub(crate) fn parse_reply(app: &App, caller: &Caller, peer: ChatPeer, reply: &In
                     return Err(DomainError::QuoteOffsetInvalid.into());
                 }
             }
-            Ok(ReplyRequest { reply_to_msg_id, quote_text, quote_entities, quote_offset: *quote_offset })
+            Ok(ReplyRequest {
+                reply_to_msg_id,
+                quote_text,
+                quote_entities,
+                quote_offset: *quote_offset,
+            })
         }
     }
 }
 
 impl App {
-    pub async fn send_message(&self, caller: &Caller, req: SendMessage) -> Result<Updates, AppError> {
+    pub async fn send_message(
+        &self,
+        caller: &Caller,
+        req: SendMessage,
+    ) -> Result<Updates, AppError> {
         reject_out_of_scope(
             req.schedule_date,
             &req.send_as,
@@ -163,12 +180,19 @@ impl App {
             return Err(DomainError::RandomIdEmpty.into());
         }
         let peer = self.chat_peer(caller.user_id, &req.peer)?;
-        let reply = req.reply_to.as_ref().map(|r| parse_reply(self, caller, peer, r)).transpose()?;
+        let reply = req
+            .reply_to
+            .as_ref()
+            .map(|r| parse_reply(self, caller, peer, r))
+            .transpose()?;
 
         let sender = caller.user_id;
         let peer_id = peer.user_id(sender);
         // Counted before the transaction: no database lock is ever held across a Redis round trip.
-        self.limiter.check_send(sender, 1).await.map_err(AppError::FloodWait)?;
+        self.limiter
+            .check_send(sender, 1)
+            .await
+            .map_err(AppError::FloodWait)?;
 
         let mut tx = self.store.begin().await?;
         let locked = tx.lock_users(&[sender, peer_id]).await?;
@@ -178,23 +202,30 @@ impl App {
 
         // A retry of a send that committed gets the first answer and appends nothing. The random_id
         // lookup and the block checks are one round trip (send_preflight).
-        let (sender_blocked_peer, peer_blocked_sender) = match tx.send_preflight(sender, peer_id, req.random_id).await? {
-            SendPreflight::New { sender_blocked_peer, peer_blocked_sender } => (sender_blocked_peer, peer_blocked_sender),
-            SendPreflight::Retry(first, pts) => {
-                // A forwarded copy is another message, even with the same text.
-                if first.peer_id != peer_id || first.text != text.as_str() || first.fwd_from.is_some() {
-                    return Err(DomainError::RandomIdDuplicate.into());
+        let (sender_blocked_peer, peer_blocked_sender) =
+            match tx.send_preflight(sender, peer_id, req.random_id).await? {
+                SendPreflight::New {
+                    sender_blocked_peer,
+                    peer_blocked_sender,
+                } => (sender_blocked_peer, peer_blocked_sender),
+                SendPreflight::Retry(first, pts) => {
+                    // A forwarded copy is another message, even with the same text.
+                    if first.peer_id != peer_id
+                        || first.text != text.as_str()
+                        || first.fwd_from.is_some()
+                    {
+                        return Err(DomainError::RandomIdDuplicate.into());
+                    }
+                    return Ok(Updates::ShortSentMessage {
+                        out: true,
+                        id: first.id.get(),
+                        pts: pts.get(),
+                        pts_count: 1,
+                        date: first.date,
+                        entities: Vec::new(),
+                    });
                 }
-                return Ok(Updates::ShortSentMessage {
-                    out: true,
-                    id: first.id.get(),
-                    pts: pts.get(),
-                    pts_count: 1,
-                    date: first.date,
-                    entities: Vec::new(),
-                });
-            }
-        };
+            };
 
         let recipient_gets_it = match peer {
             ChatPeer::SelfChat => false,
@@ -235,7 +266,15 @@ impl App {
             reply_to,
             fwd_from: None,
         };
-        let (sent, pts) = deliver(tx.as_mut(), sender, peer_id, outgoing, recipient_gets_it, Origin::from(caller)).await?;
+        let (sent, pts) = deliver(
+            tx.as_mut(),
+            sender,
+            peer_id,
+            outgoing,
+            recipient_gets_it,
+            Origin::from(caller),
+        )
+        .await?;
         tx.commit().await?;
         Ok(Updates::ShortSentMessage {
             out: true,

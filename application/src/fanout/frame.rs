@@ -24,7 +24,10 @@ pub fn push_updates(stored: &StoredEvent, records: &[UserRecord], keys: &AccessH
     let viewer = stored.user_id;
     Updates::Updates {
         updates: vec![update_for_event(stored, keys)],
-        users: records.iter().map(|r| User::for_viewer(viewer, r, keys)).collect(),
+        users: records
+            .iter()
+            .map(|r| User::for_viewer(viewer, r, keys))
+            .collect(),
         chats: Vec::new(),
         date: stored.date,
         seq: 0,
@@ -32,11 +35,20 @@ pub fn push_updates(stored: &StoredEvent, records: &[UserRecord], keys: &AccessH
 }
 
 /// The serialized frame, ready to be shared by every device of the owner.
-pub fn push_frame(stored: &StoredEvent, records: &[UserRecord], keys: &AccessHashKey, committed_at_micros: i64) -> Frame {
+pub fn push_frame(
+    stored: &StoredEvent,
+    records: &[UserRecord],
+    keys: &AccessHashKey,
+    committed_at_micros: i64,
+) -> Frame {
     let updates = push_updates(stored, records, keys);
     // TL objects are plain data; serializing them cannot fail.
     let json = serde_json::to_string(&updates).unwrap_or_default();
-    Frame { pts: stored.pts.get(), json: Arc::from(json), committed_at_micros }
+    Frame {
+        pts: stored.pts.get(),
+        json: Arc::from(json),
+        committed_at_micros,
+    }
 }
 
 #[cfg(test)]
@@ -56,13 +68,22 @@ mod tests {
             user_id: owner,
             pts: Pts::new(4).unwrap(),
             pts_count: 1,
-            event: UserEvent::ReadHistoryOutbox(ReadHistoryOutbox { peer_id: peer, max_id: BoxId::new(3).unwrap(), date: 10 }),
+            event: UserEvent::ReadHistoryOutbox(ReadHistoryOutbox {
+                peer_id: peer,
+                max_id: BoxId::new(3).unwrap(),
+                date: 10,
+            }),
             origin: Origin::default(),
             date: 1764489600,
         };
         assert_eq!(frame_users(&stored), vec![peer]);
         let keys = AccessHashKey::new(b"k".to_vec());
-        let bob = UserRecord { id: peer, phone: "+1555".into(), first_name: "Bob".into(), last_name: String::new() };
+        let bob = UserRecord {
+            id: peer,
+            phone: "+1555".into(),
+            first_name: "Bob".into(),
+            last_name: String::new(),
+        };
         let frame = push_frame(&stored, &[bob], &keys, 5);
         assert_eq!(frame.pts, 4);
         let v: Value = serde_json::from_str(&frame.json).unwrap();
@@ -73,6 +94,9 @@ mod tests {
         assert_eq!(v["users"][0]["access_hash"], keys.for_pair(owner, peer));
         assert!(v["users"][0].get("phone").is_none());
         assert_eq!(v["chats"], Value::Array(vec![]));
-        assert_eq!((v["date"].as_i64(), v["seq"].as_i64()), (Some(1764489600), Some(0)));
+        assert_eq!(
+            (v["date"].as_i64(), v["seq"].as_i64()),
+            (Some(1764489600), Some(0))
+        );
     }
 }

@@ -95,7 +95,11 @@ pub struct Hub<C> {
 
 impl<C: DeviceChannel> Default for Hub<C> {
     fn default() -> Self {
-        Self { devices: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), online: AtomicUsize::new(0) }
+        Self {
+            devices: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            online: AtomicUsize::new(0),
+        }
     }
 }
 
@@ -113,7 +117,13 @@ impl<C: DeviceChannel> Hub<C> {
     /// A device came online. It gets records delivered from now on.
     pub fn register(&self, user_id: UserId, auth_key_id: AuthKeyId, channel: C) -> DeviceId {
         let id = DeviceId(self.next_id.fetch_add(1, Ordering::Relaxed));
-        self.lock().entry(user_id).or_default().push(Device { id, auth_key_id, last_pts: 0, overflowed: false, channel });
+        self.lock().entry(user_id).or_default().push(Device {
+            id,
+            auth_key_id,
+            last_pts: 0,
+            overflowed: false,
+            channel,
+        });
         self.online.fetch_add(1, Ordering::Relaxed);
         id
     }
@@ -123,7 +133,8 @@ impl<C: DeviceChannel> Hub<C> {
         if let Some(list) = map.get_mut(&user_id) {
             let before = list.len();
             list.retain(|d| d.id != id);
-            self.online.fetch_sub(before - list.len(), Ordering::Relaxed);
+            self.online
+                .fetch_sub(before - list.len(), Ordering::Relaxed);
             if list.is_empty() {
                 map.remove(&user_id);
             }
@@ -258,11 +269,22 @@ mod tests {
     }
 
     fn frame(pts: i32) -> Frame {
-        Frame { pts, json: Arc::from(format!("{{\"pts\":{pts}}}")), committed_at_micros: 0 }
+        Frame {
+            pts,
+            json: Arc::from(format!("{{\"pts\":{pts}}}")),
+            committed_at_micros: 0,
+        }
     }
 
     fn deliver(hub: &Hub<Queue>, user_id: i64, pts: i32, origin: i64) -> DeliveryReport {
-        hub.deliver(&Delivery { user_id: user(user_id), pts, origin: AuthKeyId(origin) }, &frame(pts))
+        hub.deliver(
+            &Delivery {
+                user_id: user(user_id),
+                pts,
+                origin: AuthKeyId(origin),
+            },
+            &frame(pts),
+        )
     }
 
     #[test]

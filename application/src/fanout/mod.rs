@@ -10,7 +10,10 @@ pub mod record;
 use async_trait::async_trait;
 
 pub use frame::{frame_users, push_frame, push_updates};
-pub use hub::{Delivery, DeliveryReport, DeviceChannel, DeviceId, Frame, Hub, Outgoing, PushError, RESERVED_SLOTS};
+pub use hub::{
+    Delivery, DeliveryReport, DeviceChannel, DeviceId, Frame, Hub, Outgoing, PushError,
+    RESERVED_SLOTS,
+};
 pub use record::{LogRecord, RecordError, RECORD_VERSION};
 
 /// Whoever takes committed records in commit order: the gateway's fanout, fed by the in-process

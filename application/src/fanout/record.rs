@@ -66,24 +66,35 @@ impl LogRecord {
     }
 
     pub fn user(&self) -> Result<UserId, RecordError> {
-        UserId::new(self.user_id).map_err(|_| RecordError::Field { field: "user_id", detail: self.user_id.to_string() })
+        UserId::new(self.user_id).map_err(|_| RecordError::Field {
+            field: "user_id",
+            detail: self.user_id.to_string(),
+        })
     }
 
     pub fn committed_at(&self) -> Result<DateTime<Utc>, RecordError> {
         DateTime::parse_from_rfc3339(&self.committed_at)
             .map(|t| t.with_timezone(&Utc))
-            .map_err(|e| RecordError::Field { field: "committed_at", detail: format!("{:?}: {e}", self.committed_at) })
+            .map_err(|e| RecordError::Field {
+                field: "committed_at",
+                detail: format!("{:?}: {e}", self.committed_at),
+            })
     }
 
     /// The event as the rest of the application knows it (the same shape getDifference reads).
     pub fn stored_event(&self) -> Result<StoredEvent, RecordError> {
         let user_id = self.user()?;
-        let pts = Pts::new(self.pts).filter(|p| p.get() > 0).ok_or_else(|| RecordError::Field {
-            field: "pts",
-            detail: self.pts.to_string(),
-        })?;
+        let pts = Pts::new(self.pts)
+            .filter(|p| p.get() > 0)
+            .ok_or_else(|| RecordError::Field {
+                field: "pts",
+                detail: self.pts.to_string(),
+            })?;
         if self.pts_count <= 0 || self.pts_count > self.pts {
-            return Err(RecordError::Field { field: "pts_count", detail: self.pts_count.to_string() });
+            return Err(RecordError::Field {
+                field: "pts_count",
+                detail: self.pts_count.to_string(),
+            });
         }
         let event = UserEvent::decode(&self.kind, self.payload_version, self.payload.clone())?;
         let date = i32::try_from(self.committed_at()?.timestamp()).unwrap_or(i32::MAX);
@@ -92,7 +103,10 @@ impl LogRecord {
             pts,
             pts_count: self.pts_count,
             event,
-            origin: Origin { auth_key_id: AuthKeyId(self.auth_key_id), session_id: SessionId(self.session_id) },
+            origin: Origin {
+                auth_key_id: AuthKeyId(self.auth_key_id),
+                session_id: SessionId(self.session_id),
+            },
             date,
         })
     }
@@ -122,11 +136,27 @@ mod tests {
     fn the_json_shape_is_the_documented_one() {
         let text = String::from_utf8(record().to_json()).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         keys.sort_unstable();
         assert_eq!(
             keys,
-            ["auth_key_id", "committed_at", "kind", "payload", "payload_version", "pts", "pts_count", "session_id", "user_id", "v"]
+            [
+                "auth_key_id",
+                "committed_at",
+                "kind",
+                "payload",
+                "payload_version",
+                "pts",
+                "pts_count",
+                "session_id",
+                "user_id",
+                "v"
+            ]
         );
         assert_eq!(LogRecord::from_json(text.as_bytes()).unwrap(), record());
     }
@@ -145,7 +175,10 @@ mod tests {
     fn unknown_versions_and_bad_fields_are_refused() {
         let mut r = record();
         r.v = 2;
-        assert!(matches!(LogRecord::from_json(&r.to_json()), Err(RecordError::UnknownVersion(2))));
+        assert!(matches!(
+            LogRecord::from_json(&r.to_json()),
+            Err(RecordError::UnknownVersion(2))
+        ));
         let mut r = record();
         r.pts_count = 8;
         assert!(r.stored_event().is_err());
@@ -159,7 +192,9 @@ mod tests {
 
     #[test]
     fn times_are_formatted_with_microseconds_in_utc() {
-        let t = DateTime::parse_from_rfc3339("2025-11-30T10:10:00.5+01:00").unwrap().with_timezone(&Utc);
+        let t = DateTime::parse_from_rfc3339("2025-11-30T10:10:00.5+01:00")
+            .unwrap()
+            .with_timezone(&Utc);
         assert_eq!(LogRecord::format_time(t), "2025-11-30T09:10:00.500000Z");
     }
 }

@@ -20,14 +20,35 @@ pub struct GetBlocked {
 impl App {
     pub async fn get_blocked(&self, caller: &Caller, req: GetBlocked) -> Result<Blocked, AppError> {
         let owner = caller.user_id;
-        let limit = if req.limit <= 0 { limits::MAX_BLOCKED_LIMIT } else { req.limit.min(limits::MAX_BLOCKED_LIMIT) };
-        let (rows, count) = self.store.blocked(owner, req.offset.max(0), limit).await?;
-        let users = self.users_for(owner, rows.iter().map(|r| r.peer_id)).await?;
-        let blocked: Vec<PeerBlocked> = rows.iter().map(|r| PeerBlocked { peer_id: Peer::user(r.peer_id), date: r.date }).collect();
-        Ok(if req.offset <= 0 && blocked.len() as i64 >= count {
-            Blocked::All { blocked, chats: Vec::new(), users }
+        let limit = if req.limit <= 0 {
+            limits::MAX_BLOCKED_LIMIT
         } else {
-            Blocked::Slice { count, blocked, chats: Vec::new(), users }
+            req.limit.min(limits::MAX_BLOCKED_LIMIT)
+        };
+        let (rows, count) = self.store.blocked(owner, req.offset.max(0), limit).await?;
+        let users = self
+            .users_for(owner, rows.iter().map(|r| r.peer_id))
+            .await?;
+        let blocked: Vec<PeerBlocked> = rows
+            .iter()
+            .map(|r| PeerBlocked {
+                peer_id: Peer::user(r.peer_id),
+                date: r.date,
+            })
+            .collect();
+        Ok(if req.offset <= 0 && blocked.len() as i64 >= count {
+            Blocked::All {
+                blocked,
+                chats: Vec::new(),
+                users,
+            }
+        } else {
+            Blocked::Slice {
+                count,
+                blocked,
+                chats: Vec::new(),
+                users,
+            }
         })
     }
 }

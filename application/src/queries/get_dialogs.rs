@@ -42,14 +42,19 @@ pub fn fold_hash(acc: u64, value: u64) -> u64 {
 
 /// (peer, top message, its date) of dialogs, the input of the list hash.
 fn hash_rows(rows: &[DialogRecord]) -> Vec<(i64, i32, i32)> {
-    rows.iter().map(|d| (d.peer_id.get(), d.top_message, d.top_message_date)).collect()
+    rows.iter()
+        .map(|d| (d.peer_id.get(), d.top_message, d.top_message_date))
+        .collect()
 }
 
 /// The hash of a dialog list in list order.
 fn list_hash(rows: impl IntoIterator<Item = (i64, i32, i32)>) -> i64 {
-    rows.into_iter()
-        .fold(0u64, |acc, (peer, top, date)| fold_hash(fold_hash(fold_hash(acc, peer as u64), top as u64), date as u64))
-        as i64
+    rows.into_iter().fold(0u64, |acc, (peer, top, date)| {
+        fold_hash(
+            fold_hash(fold_hash(acc, peer as u64), top as u64),
+            date as u64,
+        )
+    }) as i64
 }
 
 /// A folder id the dialog list knows: 0 (main list) or 1 (archive).
@@ -65,11 +70,23 @@ impl App {
     pub async fn get_dialogs(&self, caller: &Caller, req: GetDialogs) -> Result<Dialogs, AppError> {
         let owner = caller.user_id;
         let filter_id = req.folder_id.filter(|f| *f >= 2);
-        let folder_id = if filter_id.is_some() { 0 } else { folder(req.folder_id)? };
-        let limit = if req.limit <= 0 { limits::MAX_DIALOGS_LIMIT } else { req.limit.min(limits::MAX_DIALOGS_LIMIT) };
+        let folder_id = if filter_id.is_some() {
+            0
+        } else {
+            folder(req.folder_id)?
+        };
+        let limit = if req.limit <= 0 {
+            limits::MAX_DIALOGS_LIMIT
+        } else {
+            req.limit.min(limits::MAX_DIALOGS_LIMIT)
+        };
         let offset_peer = match &req.offset_peer {
             InputPeer::Empty => 0,
-            other => self.chat_peer(owner, other).map_err(|_| DomainError::OffsetPeerIdInvalid)?.user_id(owner).get(),
+            other => self
+                .chat_peer(owner, other)
+                .map_err(|_| DomainError::OffsetPeerIdInvalid)?
+                .user_id(owner)
+                .get(),
         };
         // The cursor is exclusive: without an offset peer, the dialog whose top is exactly
         // (offset_date, offset_id) was on the previous page, so no peer id may tie past it.
@@ -79,7 +96,9 @@ impl App {
             peer_id: offset_peer,
         });
         if let Some(id) = filter_id {
-            return self.get_filtered_dialogs(owner, id, req.exclude_pinned, cursor, limit, req.hash).await;
+            return self
+                .get_filtered_dialogs(owner, id, req.exclude_pinned, cursor, limit, req.hash)
+                .await;
         }
 
         // Pinned dialogs lead the folder's list (unless excluded) and are left out of the pages
@@ -92,8 +111,14 @@ impl App {
         }
         if req.hash != 0 {
             let rows = self.store.dialogs_hash_input(owner, folder_id).await?;
-            let lead = if req.exclude_pinned { Vec::new() } else { hash_rows(&pinned) };
-            let rest = rows.into_iter().filter(|(peer, _, _)| !pinned.iter().any(|p| p.peer_id.get() == *peer));
+            let lead = if req.exclude_pinned {
+                Vec::new()
+            } else {
+                hash_rows(&pinned)
+            };
+            let rest = rows
+                .into_iter()
+                .filter(|(peer, _, _)| !pinned.iter().any(|p| p.peer_id.get() == *peer));
             if list_hash(lead.into_iter().chain(rest)) == req.hash {
                 return Ok(Dialogs::NotModified { count });
             }
@@ -104,14 +129,33 @@ impl App {
         }
         let room = (limit as usize).saturating_sub(page.len());
         if room > 0 {
-            let fetched = self.store.dialogs_page(owner, folder_id, cursor, (room + pinned.len()) as i32).await?;
-            page.extend(fetched.into_iter().filter(|d| !is_pinned(d.peer_id)).take(room));
+            let fetched = self
+                .store
+                .dialogs_page(owner, folder_id, cursor, (room + pinned.len()) as i32)
+                .await?;
+            page.extend(
+                fetched
+                    .into_iter()
+                    .filter(|d| !is_pinned(d.peer_id))
+                    .take(room),
+            );
         }
         let (dialogs, messages, users) = self.dialog_bundle(owner, &page).await?;
         if cursor.is_none() && (page.len() as i64) >= count {
-            Ok(Dialogs::All { dialogs, messages, chats: Vec::new(), users })
+            Ok(Dialogs::All {
+                dialogs,
+                messages,
+                chats: Vec::new(),
+                users,
+            })
         } else {
-            Ok(Dialogs::Slice { count, dialogs, messages, chats: Vec::new(), users })
+            Ok(Dialogs::Slice {
+                count,
+                dialogs,
+                messages,
+                chats: Vec::new(),
+                users,
+            })
         }
     }
 
@@ -127,7 +171,11 @@ impl App {
         hash: i64,
     ) -> Result<Dialogs, AppError> {
         let set = self.store.dialog_filters(owner).await?;
-        let rules = set.filters.into_iter().find(|f| f.id == filter_id).ok_or(DomainError::FolderIdInvalid)?;
+        let rules = set
+            .filters
+            .into_iter()
+            .find(|f| f.id == filter_id)
+            .ok_or(DomainError::FolderIdInvalid)?;
         let contacts = self.store.contacts(owner).await?;
         let all = self.store.all_dialogs(owner).await?;
         let matched: Vec<DialogRecord> = all
@@ -169,16 +217,28 @@ impl App {
                 .filter(|d| match cursor {
                     None => true,
                     Some(c) => {
-                        (d.top_message_date, d.top_message, d.peer_id.get()) < (c.top_message_date, c.top_message, c.peer_id)
+                        (d.top_message_date, d.top_message, d.peer_id.get())
+                            < (c.top_message_date, c.top_message, c.peer_id)
                     }
                 })
                 .take(room),
         );
         let (dialogs, messages, users) = self.dialog_bundle(owner, &page).await?;
         if cursor.is_none() && (page.len() as i64) >= count {
-            Ok(Dialogs::All { dialogs, messages, chats: Vec::new(), users })
+            Ok(Dialogs::All {
+                dialogs,
+                messages,
+                chats: Vec::new(),
+                users,
+            })
         } else {
-            Ok(Dialogs::Slice { count, dialogs, messages, chats: Vec::new(), users })
+            Ok(Dialogs::Slice {
+                count,
+                dialogs,
+                messages,
+                chats: Vec::new(),
+                users,
+            })
         }
     }
 
@@ -188,8 +248,15 @@ impl App {
         owner: UserId,
         page: &[DialogRecord],
     ) -> Result<(Vec<Dialog>, Vec<Message>, Vec<crate::tl::User>), AppError> {
-        let tops: Vec<domain::BoxId> = page.iter().filter_map(|d| domain::BoxId::new(d.top_message)).collect();
-        let top_messages = if tops.is_empty() { Vec::new() } else { self.store.messages(owner, &tops).await? };
+        let tops: Vec<domain::BoxId> = page
+            .iter()
+            .filter_map(|d| domain::BoxId::new(d.top_message))
+            .collect();
+        let top_messages = if tops.is_empty() {
+            Vec::new()
+        } else {
+            self.store.messages(owner, &tops).await?
+        };
         let mut mentioned: Vec<UserId> = page.iter().map(|d| d.peer_id).collect();
         mentioned.extend(top_messages.iter().flat_map(users_of_message));
         let users = self.users_for(owner, mentioned).await?;

@@ -26,7 +26,11 @@ pub struct GetDifference {
 }
 
 impl App {
-    pub async fn get_difference(&self, caller: &Caller, req: GetDifference) -> Result<Difference, AppError> {
+    pub async fn get_difference(
+        &self,
+        caller: &Caller,
+        req: GetDifference,
+    ) -> Result<Difference, AppError> {
         let owner = caller.user_id;
         let from = Pts::new(req.pts).ok_or(domain::DomainError::PersistentTimestampInvalid)?;
         let current = self.store.pts(owner).await?;
@@ -34,9 +38,15 @@ impl App {
             return Err(domain::DomainError::PersistentTimestampInvalid.into());
         }
         if from == current {
-            return Ok(Difference::Empty { date: unix_now(), seq: 0 });
+            return Ok(Difference::Empty {
+                date: unix_now(),
+                seq: 0,
+            });
         }
-        let mut events = self.store.events_after(owner, from, limits::DIFFERENCE_SLICE_EVENTS + 1).await?;
+        let mut events = self
+            .store
+            .events_after(owner, from, limits::DIFFERENCE_SLICE_EVENTS + 1)
+            .await?;
         let sliced = events.len() as i64 > limits::DIFFERENCE_SLICE_EVENTS;
         events.truncate(limits::DIFFERENCE_SLICE_EVENTS as usize);
 
@@ -63,9 +73,23 @@ impl App {
         let new_encrypted_messages = Vec::new();
         let chats = Vec::new();
         Ok(if sliced {
-            Difference::Slice { new_messages, new_encrypted_messages, other_updates, chats, users, intermediate_state: state }
+            Difference::Slice {
+                new_messages,
+                new_encrypted_messages,
+                other_updates,
+                chats,
+                users,
+                intermediate_state: state,
+            }
         } else {
-            Difference::Full { new_messages, new_encrypted_messages, other_updates, chats, users, state }
+            Difference::Full {
+                new_messages,
+                new_encrypted_messages,
+                other_updates,
+                chats,
+                users,
+                state,
+            }
         })
     }
 }

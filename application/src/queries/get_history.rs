@@ -27,10 +27,21 @@ pub struct GetHistory {
 }
 
 impl App {
-    pub async fn get_history(&self, caller: &Caller, req: GetHistory) -> Result<Messages, AppError> {
+    pub async fn get_history(
+        &self,
+        caller: &Caller,
+        req: GetHistory,
+    ) -> Result<Messages, AppError> {
         let owner = caller.user_id;
         let peer = self.existing_chat_peer(owner, &req.peer).await?;
-        let window = HistoryWindow::new(req.offset_id, req.offset_date, req.add_offset, req.limit, req.max_id, req.min_id);
+        let window = HistoryWindow::new(
+            req.offset_id,
+            req.offset_date,
+            req.add_offset,
+            req.limit,
+            req.max_id,
+            req.min_id,
+        );
         let page = self.store.history(owner, peer, &window).await?;
         let count = self.store.history_count(owner, peer).await?;
         self.messages_answer(owner, page, Some(count)).await
@@ -43,12 +54,26 @@ impl App {
         page: Vec<domain::message::OwnerMessage>,
         count: Option<i64>,
     ) -> Result<Messages, AppError> {
-        let users = self.users_for(owner, page.iter().flat_map(users_of_message)).await?;
+        let users = self
+            .users_for(owner, page.iter().flat_map(users_of_message))
+            .await?;
         let returned = page.len() as i64;
-        let messages = page.iter().map(|m| MessageItem::Message(Message::from(m))).collect();
+        let messages = page
+            .iter()
+            .map(|m| MessageItem::Message(Message::from(m)))
+            .collect();
         Ok(match count {
-            Some(count) if count > returned => Messages::Slice { count, messages, chats: Vec::new(), users },
-            _ => Messages::All { messages, chats: Vec::new(), users },
+            Some(count) if count > returned => Messages::Slice {
+                count,
+                messages,
+                chats: Vec::new(),
+                users,
+            },
+            _ => Messages::All {
+                messages,
+                chats: Vec::new(),
+                users,
+            },
         })
     }
 }

@@ -26,7 +26,11 @@ pub struct GetMessages {
 }
 
 impl App {
-    pub async fn get_messages(&self, caller: &Caller, req: GetMessages) -> Result<Messages, AppError> {
+    pub async fn get_messages(
+        &self,
+        caller: &Caller,
+        req: GetMessages,
+    ) -> Result<Messages, AppError> {
         let owner = caller.user_id;
         if req.id.len() > limits::MAX_GET_MESSAGES_IDS {
             return Err(DomainError::LimitInvalid.into());
@@ -40,7 +44,11 @@ impl App {
             })
             .collect();
         let ids: Vec<BoxId> = wanted.iter().flatten().copied().collect();
-        let found = if ids.is_empty() { Vec::new() } else { self.store.messages(owner, &ids).await? };
+        let found = if ids.is_empty() {
+            Vec::new()
+        } else {
+            self.store.messages(owner, &ids).await?
+        };
 
         // The replied-to message of a reply, in the caller's ids.
         let mut reply_targets = Vec::new();
@@ -54,7 +62,11 @@ impl App {
             }
         }
         let targets: Vec<BoxId> = reply_targets.iter().flatten().copied().collect();
-        let found_targets = if targets.is_empty() { Vec::new() } else { self.store.messages(owner, &targets).await? };
+        let found_targets = if targets.is_empty() {
+            Vec::new()
+        } else {
+            self.store.messages(owner, &targets).await?
+        };
 
         let mut replies = reply_targets.into_iter();
         let mut items = Vec::with_capacity(req.id.len());
@@ -64,16 +76,25 @@ impl App {
                 InputMessage::ReplyTo { .. } => replies.next().flatten(),
                 _ => id,
             };
-            let hit = wanted_id.and_then(|w| found.iter().chain(found_targets.iter()).find(|f| f.id == w));
+            let hit = wanted_id
+                .and_then(|w| found.iter().chain(found_targets.iter()).find(|f| f.id == w));
             match hit {
                 Some(msg) => {
                     items.push(MessageItem::Message(Message::from(msg)));
                     shown.push(msg.clone());
                 }
-                None => items.push(MessageItem::Empty(MessageEmpty { id: wanted_id.map(BoxId::get).unwrap_or(0) })),
+                None => items.push(MessageItem::Empty(MessageEmpty {
+                    id: wanted_id.map(BoxId::get).unwrap_or(0),
+                })),
             }
         }
-        let users = self.users_for(owner, shown.iter().flat_map(users_of_message)).await?;
-        Ok(Messages::All { messages: items, chats: Vec::new(), users })
+        let users = self
+            .users_for(owner, shown.iter().flat_map(users_of_message))
+            .await?;
+        Ok(Messages::All {
+            messages: items,
+            chats: Vec::new(),
+            users,
+        })
     }
 }

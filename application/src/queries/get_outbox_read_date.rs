@@ -15,15 +15,28 @@ pub struct GetOutboxReadDate {
 }
 
 impl App {
-    pub async fn get_outbox_read_date(&self, caller: &Caller, req: GetOutboxReadDate) -> Result<OutboxReadDate, AppError> {
+    pub async fn get_outbox_read_date(
+        &self,
+        caller: &Caller,
+        req: GetOutboxReadDate,
+    ) -> Result<OutboxReadDate, AppError> {
         let owner = caller.user_id;
         let peer = self.chat_peer(owner, &req.peer)?.user_id(owner);
         let id = BoxId::from_client(req.msg_id).ok_or(DomainError::MessageIdInvalid)?;
-        let visible_outgoing = self.store.messages(owner, &[id]).await?.into_iter().any(|m| m.peer_id == peer && m.out);
+        let visible_outgoing = self
+            .store
+            .messages(owner, &[id])
+            .await?
+            .into_iter()
+            .any(|m| m.peer_id == peer && m.out);
         if !visible_outgoing || peer == owner {
             return Err(DomainError::MessageIdInvalid.into());
         }
-        let date = self.store.outbox_read_date(owner, peer, id).await?.ok_or(DomainError::MessageNotReadYet)?;
+        let date = self
+            .store
+            .outbox_read_date(owner, peer, id)
+            .await?
+            .ok_or(DomainError::MessageNotReadYet)?;
         Ok(OutboxReadDate { date })
     }
 }

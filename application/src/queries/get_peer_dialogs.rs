@@ -22,7 +22,11 @@ pub struct GetPeerDialogs {
 }
 
 impl App {
-    pub async fn get_peer_dialogs(&self, caller: &Caller, req: GetPeerDialogs) -> Result<PeerDialogs, AppError> {
+    pub async fn get_peer_dialogs(
+        &self,
+        caller: &Caller,
+        req: GetPeerDialogs,
+    ) -> Result<PeerDialogs, AppError> {
         let owner = caller.user_id;
         if req.peers.len() > limits::MAX_PEER_DIALOGS {
             return Err(DomainError::LimitInvalid.into());
@@ -30,13 +34,21 @@ impl App {
         let mut peers: Vec<UserId> = Vec::with_capacity(req.peers.len());
         for p in &req.peers {
             match p {
-                InputDialogPeer::Peer { peer } => peers.push(self.chat_peer(owner, peer)?.user_id(owner)),
+                InputDialogPeer::Peer { peer } => {
+                    peers.push(self.chat_peer(owner, peer)?.user_id(owner))
+                }
                 InputDialogPeer::Folder { .. } => return Err(DomainError::PeerIdInvalid.into()),
             }
         }
         let rows = self.store.dialogs_of_peers(owner, &peers).await?;
         let (dialogs, messages, users) = self.dialog_bundle(owner, &rows).await?;
         let state = self.state_of(owner).await?;
-        Ok(PeerDialogs { dialogs, messages, chats: Vec::new(), users, state })
+        Ok(PeerDialogs {
+            dialogs,
+            messages,
+            chats: Vec::new(),
+            users,
+            state,
+        })
     }
 }

@@ -25,6 +25,9 @@ impl App {
         }
         let found = self.users_for(caller.user_id, ids.iter().copied()).await?;
         // In the order asked, like Telegram.
-        Ok(ids.iter().filter_map(|id| found.iter().find(|u| u.id == id.get()).cloned()).collect())
+        Ok(ids
+            .iter()
+            .filter_map(|id| found.iter().find(|u| u.id == id.get()).cloned())
+            .collect())
     }
 }

@@ -14,12 +14,24 @@ pub struct ResolvePhone {
 }
 
 impl App {
-    pub async fn resolve_phone(&self, caller: &Caller, req: ResolvePhone) -> Result<ResolvedPeer, AppError> {
+    pub async fn resolve_phone(
+        &self,
+        caller: &Caller,
+        req: ResolvePhone,
+    ) -> Result<ResolvedPeer, AppError> {
         let phone = normalize_phone(&req.phone)?;
-        let record = self.store.user_by_phone(&phone).await?.ok_or(DomainError::PhoneNotOccupied)?;
+        let record = self
+            .store
+            .user_by_phone(&phone)
+            .await?
+            .ok_or(DomainError::PhoneNotOccupied)?;
         let mut user = User::for_viewer(caller.user_id, &record, &self.keys);
         // The caller just proved it knows the number.
         user.phone = Some(phone.trim_start_matches('+').to_string());
-        Ok(ResolvedPeer { peer: Peer::user(record.id), chats: Vec::new(), users: vec![user] })
+        Ok(ResolvedPeer {
+            peer: Peer::user(record.id),
+            chats: Vec::new(),
+            users: vec![user],
+        })
     }
 }

@@ -45,7 +45,12 @@ impl App {
             return Err(DomainError::SearchQueryInvalid.into());
         }
         // Only text exists yet: a media filter matches nothing.
-        let filter = req.filter.as_ref().and_then(|f| f.get("_")).and_then(Value::as_str).unwrap_or("inputMessagesFilterEmpty");
+        let filter = req
+            .filter
+            .as_ref()
+            .and_then(|f| f.get("_"))
+            .and_then(Value::as_str)
+            .unwrap_or("inputMessagesFilterEmpty");
         let peer: Option<UserId> = match &req.peer {
             InputPeer::Empty => None,
             other => Some(self.existing_chat_peer(owner, other).await?),
@@ -57,10 +62,22 @@ impl App {
         if filter != "inputMessagesFilterEmpty" {
             return self.messages_answer(owner, Vec::new(), Some(0)).await;
         }
-        let window = HistoryWindow::new(req.offset_id, 0, req.add_offset, req.limit, req.max_id, req.min_id);
+        let window = HistoryWindow::new(
+            req.offset_id,
+            0,
+            req.add_offset,
+            req.limit,
+            req.max_id,
+            req.min_id,
+        );
         // NUL cannot reach Postgres text; it can never match either.
         let q = req.q.replace('\0', "");
-        let filter = SearchFilter { peer, from, min_date: req.min_date.max(0), max_date: req.max_date.max(0) };
+        let filter = SearchFilter {
+            peer,
+            from,
+            min_date: req.min_date.max(0),
+            max_date: req.max_date.max(0),
+        };
         let (page, count) = self.store.search(owner, &filter, q.trim(), &window).await?;
         self.messages_answer(owner, page, Some(count)).await
     }

@@ -49,9 +49,20 @@ impl From<&DialogRecord> for Dialog {
 #[serde(tag = "_")]
 pub enum Dialogs {
     #[serde(rename = "messages.dialogs")]
-    All { dialogs: Vec<Dialog>, messages: Vec<Message>, chats: Vec<Value>, users: Vec<User> },
+    All {
+        dialogs: Vec<Dialog>,
+        messages: Vec<Message>,
+        chats: Vec<Value>,
+        users: Vec<User>,
+    },
     #[serde(rename = "messages.dialogsSlice")]
-    Slice { count: i64, dialogs: Vec<Dialog>, messages: Vec<Message>, chats: Vec<Value>, users: Vec<User> },
+    Slice {
+        count: i64,
+        dialogs: Vec<Dialog>,
+        messages: Vec<Message>,
+        chats: Vec<Value>,
+        users: Vec<User>,
+    },
     #[serde(rename = "messages.dialogsNotModified")]
     NotModified { count: i64 },
 }

@@ -14,11 +14,21 @@ pub fn update_for_event(stored: &StoredEvent, keys: &AccessHashKey) -> Update {
     let pts = stored.pts.get();
     let pts_count = stored.pts_count;
     match &stored.event {
-        UserEvent::NewMessage(e) => Update::NewMessage { message: Message::from(&e.message), pts, pts_count },
-        UserEvent::EditMessage(e) => Update::EditMessage { message: Message::from(&e.message), pts, pts_count },
-        UserEvent::DeleteMessages(e) => {
-            Update::DeleteMessages { messages: e.ids.iter().map(|id| id.get()).collect(), pts, pts_count }
-        }
+        UserEvent::NewMessage(e) => Update::NewMessage {
+            message: Message::from(&e.message),
+            pts,
+            pts_count,
+        },
+        UserEvent::EditMessage(e) => Update::EditMessage {
+            message: Message::from(&e.message),
+            pts,
+            pts_count,
+        },
+        UserEvent::DeleteMessages(e) => Update::DeleteMessages {
+            messages: e.ids.iter().map(|id| id.get()).collect(),
+            pts,
+            pts_count,
+        },
         UserEvent::ReadHistoryInbox(e) => Update::ReadHistoryInbox {
             folder_id: 0,
             peer: Peer::user(e.peer_id),
@@ -27,16 +37,22 @@ pub fn update_for_event(stored: &StoredEvent, keys: &AccessHashKey) -> Update {
             pts,
             pts_count,
         },
-        UserEvent::ReadHistoryOutbox(e) => {
-            Update::ReadHistoryOutbox { peer: Peer::user(e.peer_id), max_id: e.max_id.get(), pts, pts_count }
-        }
+        UserEvent::ReadHistoryOutbox(e) => Update::ReadHistoryOutbox {
+            peer: Peer::user(e.peer_id),
+            max_id: e.max_id.get(),
+            pts,
+            pts_count,
+        },
         UserEvent::ReadMessageContents(e) => Update::ReadMessagesContents {
             messages: e.ids.iter().map(|id| id.get()).collect(),
             pts,
             pts_count,
             date: e.date,
         },
-        UserEvent::PeerBlocked(e) => Update::PeerBlocked { peer_id: Peer::user(e.peer_id), blocked: e.blocked },
+        UserEvent::PeerBlocked(e) => Update::PeerBlocked {
+            peer_id: Peer::user(e.peer_id),
+            blocked: e.blocked,
+        },
         UserEvent::DialogPinned(e) => Update::DialogPinned {
             pinned: e.pinned,
             folder_id: (e.folder_id != 0).then_some(i32::from(e.folder_id)),
@@ -46,31 +62,45 @@ pub fn update_for_event(stored: &StoredEvent, keys: &AccessHashKey) -> Update {
             folder_id: (e.folder_id != 0).then_some(i32::from(e.folder_id)),
             order: e.order.iter().map(|p| DialogPeer::user(*p)).collect(),
         },
-        UserEvent::DialogUnreadMark(e) => Update::DialogUnreadMark { unread: e.unread, peer: DialogPeer::user(e.peer_id) },
+        UserEvent::DialogUnreadMark(e) => Update::DialogUnreadMark {
+            unread: e.unread,
+            peer: DialogPeer::user(e.peer_id),
+        },
         UserEvent::FolderPeers(e) => Update::FolderPeers {
             folder_peers: e
                 .folder_peers
                 .iter()
-                .map(|f| FolderPeer { peer: Peer::user(f.peer_id), folder_id: i32::from(f.folder_id) })
+                .map(|f| FolderPeer {
+                    peer: Peer::user(f.peer_id),
+                    folder_id: i32::from(f.folder_id),
+                })
                 .collect(),
             pts,
             pts_count,
         },
         UserEvent::DialogFilter(e) => Update::DialogFilter {
             id: e.id,
-            filter: e.filter.as_ref().map(|f| DialogFilter::of(stored.user_id, f, keys)),
+            filter: e
+                .filter
+                .as_ref()
+                .map(|f| DialogFilter::of(stored.user_id, f, keys)),
         },
-        UserEvent::DialogFilterOrder(e) => Update::DialogFilterOrder { order: e.order.clone() },
+        UserEvent::DialogFilterOrder(e) => Update::DialogFilterOrder {
+            order: e.order.clone(),
+        },
         UserEvent::DialogFilterTags(_) => Update::DialogFilters {},
-        UserEvent::ContactSaved(e) => {
-            Update::PeerSettings { peer: Peer::user(e.user_id), settings: PeerSettings::from(&e.settings) }
-        }
-        UserEvent::ContactDeleted(e) => {
-            Update::PeerSettings { peer: Peer::user(e.user_id), settings: PeerSettings::from(&e.settings) }
-        }
-        UserEvent::PeerSettings(e) => {
-            Update::PeerSettings { peer: Peer::user(e.peer_id), settings: PeerSettings::from(&e.settings) }
-        }
+        UserEvent::ContactSaved(e) => Update::PeerSettings {
+            peer: Peer::user(e.user_id),
+            settings: PeerSettings::from(&e.settings),
+        },
+        UserEvent::ContactDeleted(e) => Update::PeerSettings {
+            peer: Peer::user(e.user_id),
+            settings: PeerSettings::from(&e.settings),
+        },
+        UserEvent::PeerSettings(e) => Update::PeerSettings {
+            peer: Peer::user(e.peer_id),
+            settings: PeerSettings::from(&e.settings),
+        },
         UserEvent::ContactsReset(_) => Update::ContactsReset {},
     }
 }
@@ -90,7 +120,13 @@ pub fn users_of_event(event: &UserEvent) -> Vec<UserId> {
         UserEvent::DialogFilter(e) => e
             .filter
             .iter()
-            .flat_map(|f| f.pinned_peers.iter().chain(&f.include_peers).chain(&f.exclude_peers).copied())
+            .flat_map(|f| {
+                f.pinned_peers
+                    .iter()
+                    .chain(&f.include_peers)
+                    .chain(&f.exclude_peers)
+                    .copied()
+            })
             .collect(),
         UserEvent::ContactSaved(e) => vec![e.user_id],
         UserEvent::ContactDeleted(e) => vec![e.user_id],

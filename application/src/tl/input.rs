@@ -85,7 +85,9 @@ pub fn long<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     }
     match Long::deserialize(d)? {
         Long::Number(n) => Ok(n),
-        Long::Text(s) => s.parse().map_err(|_| serde::de::Error::custom(format!("invalid long {s:?}"))),
+        Long::Text(s) => s
+            .parse()
+            .map_err(|_| serde::de::Error::custom(format!("invalid long {s:?}"))),
     }
 }
 
@@ -100,5 +102,8 @@ pub fn opt_long<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error
 pub fn longs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
     #[derive(Deserialize)]
     struct Wrap(#[serde(deserialize_with = "long")] i64);
-    Ok(Vec::<Wrap>::deserialize(d)?.into_iter().map(|w| w.0).collect())
+    Ok(Vec::<Wrap>::deserialize(d)?
+        .into_iter()
+        .map(|w| w.0)
+        .collect())
 }

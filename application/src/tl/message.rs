@@ -59,7 +59,10 @@ impl From<&OwnerMessage> for Message {
             id: m.id.get(),
             from_id: Peer::user(m.from_id),
             peer_id: Peer::user(m.peer_id),
-            fwd_from: m.fwd_from.as_ref().map(|f| MessageFwdHeader { from_id: Peer::user(f.from_id), date: f.date }),
+            fwd_from: m.fwd_from.as_ref().map(|f| MessageFwdHeader {
+                from_id: Peer::user(f.from_id),
+                date: f.date,
+            }),
             reply_to: m.reply_to.as_ref().map(|r| MessageReplyHeader {
                 quote: r.quote_text.is_some(),
                 reply_to_msg_id: r.reply_to_msg_id.get(),
@@ -95,9 +98,18 @@ pub enum MessageItem {
 #[serde(tag = "_")]
 pub enum Messages {
     #[serde(rename = "messages.messages")]
-    All { messages: Vec<MessageItem>, chats: Vec<Value>, users: Vec<User> },
+    All {
+        messages: Vec<MessageItem>,
+        chats: Vec<Value>,
+        users: Vec<User>,
+    },
     #[serde(rename = "messages.messagesSlice")]
-    Slice { count: i64, messages: Vec<MessageItem>, chats: Vec<Value>, users: Vec<User> },
+    Slice {
+        count: i64,
+        messages: Vec<MessageItem>,
+        chats: Vec<Value>,
+        users: Vec<User>,
+    },
 }
 
 /// Users a message mentions: its sender, its chat and the author of what it forwards.

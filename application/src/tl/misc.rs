@@ -40,9 +40,18 @@ pub struct PeerBlocked {
 #[serde(tag = "_")]
 pub enum Blocked {
     #[serde(rename = "contacts.blocked")]
-    All { blocked: Vec<PeerBlocked>, chats: Vec<Value>, users: Vec<User> },
+    All {
+        blocked: Vec<PeerBlocked>,
+        chats: Vec<Value>,
+        users: Vec<User>,
+    },
     #[serde(rename = "contacts.blockedSlice")]
-    Slice { count: i64, blocked: Vec<PeerBlocked>, chats: Vec<Value>, users: Vec<User> },
+    Slice {
+        count: i64,
+        blocked: Vec<PeerBlocked>,
+        chats: Vec<Value>,
+        users: Vec<User>,
+    },
 }
 
 /// `contacts.resolvedPeer`.

@@ -15,13 +15,18 @@ mod user;
 
 pub use dialog::{Dialog, Dialogs, PeerDialogs, PeerNotifySettings};
 pub use difference::{Difference, State};
-pub use input::{long, longs, opt_long, InputPeer, InputReplyTo, InputUser};
 pub use from_event::{update_for_event, users_of_event};
-pub use message::{users_of_message, Message, MessageEmpty, MessageFwdHeader, MessageItem, MessageReplyHeader, Messages};
-pub use misc::{AffectedHistory, AffectedMessages, Blocked, OutboxReadDate, PeerBlocked, ResolvedPeer};
+pub use input::{long, longs, opt_long, InputPeer, InputReplyTo, InputUser};
+pub use message::{
+    users_of_message, Message, MessageEmpty, MessageFwdHeader, MessageItem, MessageReplyHeader,
+    Messages,
+};
+pub use misc::{
+    AffectedHistory, AffectedMessages, Blocked, OutboxReadDate, PeerBlocked, ResolvedPeer,
+};
 pub use organization::{
-    Contact, Contacts, DialogFilter, DialogFilters, DialogPeer, FolderPeer, ImportedContact, ImportedContacts,
-    MessagesPeerSettings, OwnInputPeer, PeerSettings, TextWithEntities,
+    Contact, Contacts, DialogFilter, DialogFilters, DialogPeer, FolderPeer, ImportedContact,
+    ImportedContacts, MessagesPeerSettings, OwnInputPeer, PeerSettings, TextWithEntities,
 };
 pub use peer::Peer;
 pub use rpc_error::{tl_name, RpcError};

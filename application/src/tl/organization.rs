@@ -18,7 +18,9 @@ pub struct DialogPeer {
 
 impl DialogPeer {
     pub fn user(id: UserId) -> Self {
-        Self { peer: Peer::user(id) }
+        Self {
+            peer: Peer::user(id),
+        }
     }
 }
 
@@ -53,7 +55,10 @@ impl OwnInputPeer {
         if peer == viewer {
             OwnInputPeer::SelfPeer
         } else {
-            OwnInputPeer::User { user_id: peer.get(), access_hash: keys.for_pair(viewer, peer) }
+            OwnInputPeer::User {
+                user_id: peer.get(),
+                access_hash: keys.for_pair(viewer, peer),
+            }
         }
     }
 }
@@ -90,7 +95,11 @@ pub enum DialogFilter {
 impl DialogFilter {
     /// The filter as `viewer` (its owner) sees it: peers carry the owner's access hashes.
     pub fn of(viewer: UserId, f: &DialogFilterRules, keys: &AccessHashKey) -> Self {
-        let peers = |ids: &[UserId]| ids.iter().map(|p| OwnInputPeer::of(viewer, *p, keys)).collect();
+        let peers = |ids: &[UserId]| {
+            ids.iter()
+                .map(|p| OwnInputPeer::of(viewer, *p, keys))
+                .collect()
+        };
         DialogFilter::Filter {
             contacts: f.contacts,
             non_contacts: f.non_contacts,
@@ -102,7 +111,10 @@ impl DialogFilter {
             exclude_archived: f.exclude_archived,
             title_noanimate: f.title_noanimate,
             id: f.id,
-            title: TextWithEntities { text: f.title.clone(), entities: f.title_entities.clone() },
+            title: TextWithEntities {
+                text: f.title.clone(),
+                entities: f.title_entities.clone(),
+            },
             emoticon: f.emoticon.clone(),
             color: f.color,
             pinned_peers: peers(&f.pinned_peers),
@@ -131,7 +143,11 @@ pub struct PeerSettings {
 
 impl From<&PeerSettingsFlags> for PeerSettings {
     fn from(f: &PeerSettingsFlags) -> Self {
-        Self { report_spam: f.report_spam, add_contact: f.add_contact, block_contact: f.block_contact }
+        Self {
+            report_spam: f.report_spam,
+            add_contact: f.add_contact,
+            block_contact: f.block_contact,
+        }
     }
 }
 
@@ -157,7 +173,11 @@ pub struct Contact {
 #[serde(tag = "_")]
 pub enum Contacts {
     #[serde(rename = "contacts.contacts")]
-    All { contacts: Vec<Contact>, saved_count: i32, users: Vec<User> },
+    All {
+        contacts: Vec<Contact>,
+        saved_count: i32,
+        users: Vec<User>,
+    },
     #[serde(rename = "contacts.contactsNotModified")]
     NotModified,
 }

@@ -18,7 +18,11 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: u16, message: impl Into<String>) -> Self {
-        Self { error_code: code, error_message: message.into(), detail: None }
+        Self {
+            error_code: code,
+            error_message: message.into(),
+            detail: None,
+        }
     }
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());

@@ -10,17 +10,46 @@ pub enum Update {
     #[serde(rename = "updateMessageID")]
     MessageId { id: i32, random_id: i64 },
     #[serde(rename = "updateNewMessage")]
-    NewMessage { message: Message, pts: i32, pts_count: i32 },
+    NewMessage {
+        message: Message,
+        pts: i32,
+        pts_count: i32,
+    },
     #[serde(rename = "updateEditMessage")]
-    EditMessage { message: Message, pts: i32, pts_count: i32 },
+    EditMessage {
+        message: Message,
+        pts: i32,
+        pts_count: i32,
+    },
     #[serde(rename = "updateDeleteMessages")]
-    DeleteMessages { messages: Vec<i32>, pts: i32, pts_count: i32 },
+    DeleteMessages {
+        messages: Vec<i32>,
+        pts: i32,
+        pts_count: i32,
+    },
     #[serde(rename = "updateReadHistoryInbox")]
-    ReadHistoryInbox { folder_id: i32, peer: Peer, max_id: i32, still_unread_count: i32, pts: i32, pts_count: i32 },
+    ReadHistoryInbox {
+        folder_id: i32,
+        peer: Peer,
+        max_id: i32,
+        still_unread_count: i32,
+        pts: i32,
+        pts_count: i32,
+    },
     #[serde(rename = "updateReadHistoryOutbox")]
-    ReadHistoryOutbox { peer: Peer, max_id: i32, pts: i32, pts_count: i32 },
+    ReadHistoryOutbox {
+        peer: Peer,
+        max_id: i32,
+        pts: i32,
+        pts_count: i32,
+    },
     #[serde(rename = "updateReadMessagesContents")]
-    ReadMessagesContents { messages: Vec<i32>, pts: i32, pts_count: i32, date: i32 },
+    ReadMessagesContents {
+        messages: Vec<i32>,
+        pts: i32,
+        pts_count: i32,
+        date: i32,
+    },
     #[serde(rename = "updatePeerBlocked")]
     PeerBlocked { peer_id: Peer, blocked: bool },
     #[serde(rename = "updateDialogPinned")]
@@ -39,7 +68,11 @@ pub enum Update {
     #[serde(rename = "updateDialogUnreadMark")]
     DialogUnreadMark { unread: bool, peer: DialogPeer },
     #[serde(rename = "updateFolderPeers")]
-    FolderPeers { folder_peers: Vec<FolderPeer>, pts: i32, pts_count: i32 },
+    FolderPeers {
+        folder_peers: Vec<FolderPeer>,
+        pts: i32,
+        pts_count: i32,
+    },
     #[serde(rename = "updateDialogFilter")]
     DialogFilter {
         id: i32,
@@ -71,7 +104,13 @@ pub enum Updates {
         entities: Vec<Value>,
     },
     #[serde(rename = "updates")]
-    Updates { updates: Vec<Update>, users: Vec<User>, chats: Vec<Value>, date: i32, seq: i32 },
+    Updates {
+        updates: Vec<Update>,
+        users: Vec<User>,
+        chats: Vec<Value>,
+        date: i32,
+        seq: i32,
+    },
     #[serde(rename = "updatesTooLong")]
     TooLong,
 }

@@ -25,4 +25,3 @@ impl EventKind for DeleteMessages {
     const KIND: &'static str = "delete_messages";
     const VERSION: i16 = 1;
 }
-

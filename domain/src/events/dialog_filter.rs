@@ -102,7 +102,11 @@ impl DialogFilterRules {
         if self.pinned_peers.contains(&d.peer) || self.include_peers.contains(&d.peer) {
             return true;
         }
-        let category = if d.contact { self.contacts } else { self.non_contacts };
+        let category = if d.contact {
+            self.contacts
+        } else {
+            self.non_contacts
+        };
         if !category {
             return false;
         }
@@ -138,7 +142,13 @@ mod tests {
     #[test]
     fn explicit_peers_beat_categories_and_exclusions_beat_everything() {
         let a = UserId::new(5).unwrap();
-        let subject = FilterSubject { peer: a, contact: false, folder_id: 1, unread_count: 0, unread_mark: false };
+        let subject = FilterSubject {
+            peer: a,
+            contact: false,
+            folder_id: 1,
+            unread_count: 0,
+            unread_mark: false,
+        };
         let mut r = rules();
         assert!(!r.includes(&subject));
         r.non_contacts = true;

@@ -7,25 +7,27 @@ mod delete_messages;
 mod dialog_filter;
 mod dialog_pinned;
 mod dialog_unread_mark;
-mod folder_peers;
-mod pinned_dialogs;
 mod edit_message;
+mod folder_peers;
 mod new_message;
 mod peer_blocked;
+mod pinned_dialogs;
 mod read_history_inbox;
 mod read_history_outbox;
 mod read_message_contents;
 
 pub use contacts::{ContactDeleted, ContactSaved, ContactsReset, PeerSettings, PeerSettingsFlags};
 pub use delete_messages::{ClearHistory, DeleteMessages};
-pub use dialog_filter::{DialogFilter, DialogFilterOrder, DialogFilterRules, DialogFilterTags, FilterSubject};
+pub use dialog_filter::{
+    DialogFilter, DialogFilterOrder, DialogFilterRules, DialogFilterTags, FilterSubject,
+};
 pub use dialog_pinned::DialogPinned;
 pub use dialog_unread_mark::DialogUnreadMark;
-pub use folder_peers::{FolderPeer, FolderPeers};
-pub use pinned_dialogs::PinnedDialogs;
 pub use edit_message::EditMessage;
+pub use folder_peers::{FolderPeer, FolderPeers};
 pub use new_message::NewMessage;
 pub use peer_blocked::PeerBlocked;
+pub use pinned_dialogs::PinnedDialogs;
 pub use read_history_inbox::ReadHistoryInbox;
 pub use read_history_outbox::ReadHistoryOutbox;
 pub use read_message_contents::ReadMessageContents;
@@ -71,7 +73,10 @@ pub enum EventDecodeError {
     #[error("event kind {kind} has no payload version {version}")]
     UnknownVersion { kind: String, version: i16 },
     #[error("bad {kind} payload: {source}")]
-    Payload { kind: String, source: serde_json::Error },
+    Payload {
+        kind: String,
+        source: serde_json::Error,
+    },
 }
 
 impl UserEvent {
@@ -179,12 +184,25 @@ impl UserEvent {
     }
 
     /// Reads a stored event, upcasting older payload versions to today's shape.
-    pub fn decode(kind: &str, version: i16, payload: serde_json::Value) -> Result<Self, EventDecodeError> {
-        fn read<E: EventKind>(version: i16, payload: serde_json::Value) -> Result<E, EventDecodeError> {
+    pub fn decode(
+        kind: &str,
+        version: i16,
+        payload: serde_json::Value,
+    ) -> Result<Self, EventDecodeError> {
+        fn read<E: EventKind>(
+            version: i16,
+            payload: serde_json::Value,
+        ) -> Result<E, EventDecodeError> {
             if version < 1 || version > E::VERSION {
-                return Err(EventDecodeError::UnknownVersion { kind: E::KIND.into(), version });
+                return Err(EventDecodeError::UnknownVersion {
+                    kind: E::KIND.into(),
+                    version,
+                });
             }
-            serde_json::from_value(payload).map_err(|source| EventDecodeError::Payload { kind: E::KIND.into(), source })
+            serde_json::from_value(payload).map_err(|source| EventDecodeError::Payload {
+                kind: E::KIND.into(),
+                source,
+            })
         }
         Ok(match kind {
             NewMessage::KIND => UserEvent::NewMessage(read(version, payload)?),
@@ -225,17 +243,38 @@ mod tests {
         let back = UserEvent::decode(ev.kind(), ev.version(), ev.payload()).unwrap();
         assert_eq!(back, ev);
         assert_eq!(back.pts_count(), 2);
-        let ev = UserEvent::ReadHistoryOutbox(ReadHistoryOutbox { peer_id: peer, max_id: BoxId::new(9).unwrap(), date: 5 });
-        assert_eq!(UserEvent::decode(ev.kind(), ev.version(), ev.payload()).unwrap(), ev);
+        let ev = UserEvent::ReadHistoryOutbox(ReadHistoryOutbox {
+            peer_id: peer,
+            max_id: BoxId::new(9).unwrap(),
+            date: 5,
+        });
+        assert_eq!(
+            UserEvent::decode(ev.kind(), ev.version(), ev.payload()).unwrap(),
+            ev
+        );
         let rules: DialogFilterRules = serde_json::from_value(serde_json::json!({
             "id": 2, "title": "Work", "emoticon": "x", "contacts": true, "include_peers": [7]
         }))
         .unwrap();
         for ev in [
-            UserEvent::DialogFilter(DialogFilter { id: 2, filter: Some(rules) }),
-            UserEvent::DialogFilter(DialogFilter { id: 2, filter: None }),
-            UserEvent::PinnedDialogs(PinnedDialogs { folder_id: 1, order: vec![peer] }),
-            UserEvent::FolderPeers(FolderPeers { folder_peers: vec![FolderPeer { peer_id: peer, folder_id: 1 }] }),
+            UserEvent::DialogFilter(DialogFilter {
+                id: 2,
+                filter: Some(rules),
+            }),
+            UserEvent::DialogFilter(DialogFilter {
+                id: 2,
+                filter: None,
+            }),
+            UserEvent::PinnedDialogs(PinnedDialogs {
+                folder_id: 1,
+                order: vec![peer],
+            }),
+            UserEvent::FolderPeers(FolderPeers {
+                folder_peers: vec![FolderPeer {
+                    peer_id: peer,
+                    folder_id: 1,
+                }],
+            }),
             UserEvent::ContactsReset(ContactsReset {}),
             UserEvent::ContactSaved(ContactSaved {
                 user_id: peer,
@@ -247,7 +286,10 @@ mod tests {
                 settings: PeerSettingsFlags::default(),
             }),
         ] {
-            assert_eq!(UserEvent::decode(ev.kind(), ev.version(), ev.payload()).unwrap(), ev);
+            assert_eq!(
+                UserEvent::decode(ev.kind(), ev.version(), ev.payload()).unwrap(),
+                ev
+            );
             assert_eq!(ev.pts_count(), 1);
         }
         assert_eq!(UserEvent::KINDS.len(), 18);
@@ -260,7 +302,11 @@ mod tests {
             Err(EventDecodeError::UnknownKind(_))
         ));
         assert!(matches!(
-            UserEvent::decode(PeerBlocked::KIND, 99, serde_json::json!({"peer_id":1,"blocked":true})),
+            UserEvent::decode(
+                PeerBlocked::KIND,
+                99,
+                serde_json::json!({"peer_id":1,"blocked":true})
+            ),
             Err(EventDecodeError::UnknownVersion { .. })
         ));
     }

@@ -19,7 +19,12 @@ pub struct KafkaConfig {
 
 impl KafkaConfig {
     pub fn new(brokers: impl Into<String>) -> Self {
-        Self { brokers: brokers.into(), topic: DEFAULT_TOPIC.into(), group: DEFAULT_GROUP.into(), partitions: DEFAULT_PARTITIONS }
+        Self {
+            brokers: brokers.into(),
+            topic: DEFAULT_TOPIC.into(),
+            group: DEFAULT_GROUP.into(),
+            partitions: DEFAULT_PARTITIONS,
+        }
     }
 
     fn base(&self) -> ClientConfig {
@@ -56,7 +61,7 @@ impl KafkaConfig {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("session.timeout.ms", "10000")
-            .set("fetch.wait.max.ms", "50");
+            .set("fetch.wait.max.ms", "10");
         c
     }
 

@@ -78,9 +78,13 @@ pub async fn run_consumer(
     let instance = format!("{:016x}", rand::thread_rng().gen::<u64>());
     let consumer: StreamConsumer<ConsumerCtx> = config
         .consumer(&instance)
-        .create_with_context(ConsumerCtx { status: status.clone() })
+        .create_with_context(ConsumerCtx {
+            status: status.clone(),
+        })
         .map_err(|e| format!("creating the Kafka consumer: {e}"))?;
-    consumer.subscribe(&[&config.topic]).map_err(|e| format!("subscribing to {}: {e}", config.topic))?;
+    consumer
+        .subscribe(&[&config.topic])
+        .map_err(|e| format!("subscribing to {}: {e}", config.topic))?;
     tracing::info!(topic = %config.topic, group = %format!("{}-{}", config.group, instance), "consuming log records");
     loop {
         let message = tokio::select! {

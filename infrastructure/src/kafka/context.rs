@@ -15,13 +15,22 @@ use crate::relay::{BrokerState, RelayStatus};
 fn log(level: RDKafkaLogLevel, fac: &str, message: &str) {
     // librdkafka reports every failed connection attempt as an error; while a broker is away that is
     // one line per retry, and health/metrics already say the broker is down.
-    let level = if fac == "FAIL" && matches!(level, RDKafkaLogLevel::Error) { RDKafkaLogLevel::Warning } else { level };
+    let level = if fac == "FAIL" && matches!(level, RDKafkaLogLevel::Error) {
+        RDKafkaLogLevel::Warning
+    } else {
+        level
+    };
     match level {
-        RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
+        RDKafkaLogLevel::Emerg
+        | RDKafkaLogLevel::Alert
+        | RDKafkaLogLevel::Critical
+        | RDKafkaLogLevel::Error => {
             tracing::error!(target: "librdkafka", fac, "{message}")
         }
         RDKafkaLogLevel::Warning => tracing::warn!(target: "librdkafka", fac, "{message}"),
-        RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => tracing::info!(target: "librdkafka", fac, "{message}"),
+        RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+            tracing::info!(target: "librdkafka", fac, "{message}")
+        }
         RDKafkaLogLevel::Debug => tracing::debug!(target: "librdkafka", fac, "{message}"),
     }
 }
@@ -30,7 +39,11 @@ fn log(level: RDKafkaLogLevel, fac: &str, message: &str) {
 fn broker_unreachable(error: &KafkaError) -> bool {
     matches!(
         error.rdkafka_error_code(),
-        Some(RDKafkaErrorCode::AllBrokersDown | RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::Resolve)
+        Some(
+            RDKafkaErrorCode::AllBrokersDown
+                | RDKafkaErrorCode::BrokerTransportFailure
+                | RDKafkaErrorCode::Resolve
+        )
     )
 }
 
@@ -75,7 +88,11 @@ impl ClientContext for ConsumerCtx {
 }
 
 impl ConsumerContext for ConsumerCtx {
-    fn post_rebalance(&self, _consumer: &rdkafka::consumer::BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    fn post_rebalance(
+        &self,
+        _consumer: &rdkafka::consumer::BaseConsumer<Self>,
+        rebalance: &Rebalance<'_>,
+    ) {
         match rebalance {
             Rebalance::Assign(partitions) => {
                 tracing::info!(partitions = partitions.count(), "consumer assigned");

@@ -26,7 +26,11 @@ pub struct KafkaSink {
 
 impl KafkaSink {
     pub fn new(config: KafkaConfig, status: Arc<RelayStatus>) -> Self {
-        Self { config, status, producer: Mutex::new(None) }
+        Self {
+            config,
+            status,
+            producer: Mutex::new(None),
+        }
     }
 
     fn current(&self) -> Result<FutureProducer<ProducerContext>, SinkError> {
@@ -47,7 +51,10 @@ impl RecordSink for KafkaSink {
     /// A new producer per session: after a failed delivery the idempotent producer may be in a
     /// fatal state, and whatever it still holds will be read again from the slot anyway.
     async fn reset(&self) -> Result<(), SinkError> {
-        self.producer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.producer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if let Err(e) = ensure_topic(&self.config).await {
             self.status.set_broker(BrokerState::Down);
             return Err(SinkError::Broker(e));
@@ -55,7 +62,9 @@ impl RecordSink for KafkaSink {
         let producer: FutureProducer<ProducerContext> = self
             .config
             .producer()
-            .create_with_context(ProducerContext { status: self.status.clone() })
+            .create_with_context(ProducerContext {
+                status: self.status.clone(),
+            })
             .map_err(|e| SinkError::Broker(format!("creating the producer: {e}")))?;
         self.status.set_broker(BrokerState::Up);
         *self.producer.lock().unwrap_or_else(|e| e.into_inner()) = Some(producer);
@@ -68,7 +77,9 @@ impl RecordSink for KafkaSink {
         for record in &records {
             let key = record.user_id.to_string();
             let payload = record.to_json();
-            let mut message = FutureRecord::to(&self.config.topic).key(&key).payload(&payload);
+            let mut message = FutureRecord::to(&self.config.topic)
+                .key(&key)
+                .payload(&payload);
             loop {
                 match producer.send_result(message) {
                     Ok(delivery) => {
@@ -94,7 +105,11 @@ impl RecordSink for KafkaSink {
                         status.set_broker(BrokerState::Down);
                         return Err(SinkError::Broker(format!("delivery: {e}")));
                     }
-                    Err(_) => return Err(SinkError::Closed("the producer went away before delivering".into())),
+                    Err(_) => {
+                        return Err(SinkError::Closed(
+                            "the producer went away before delivering".into(),
+                        ))
+                    }
                 }
             }
             status.set_broker(BrokerState::Up);

@@ -14,15 +14,21 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// Creates the topic with `config.partitions` partitions (and the broker's default replication)
 /// unless it exists.
 pub async fn ensure_topic(config: &KafkaConfig) -> Result<(), String> {
-    let admin: AdminClient<DefaultClientContext> =
-        config.admin().create().map_err(|e| format!("creating the Kafka admin client: {e}"))?;
+    let admin: AdminClient<DefaultClientContext> = config
+        .admin()
+        .create()
+        .map_err(|e| format!("creating the Kafka admin client: {e}"))?;
     let topic = config.topic.clone();
     // fetch_metadata blocks; keep it off the async workers.
     let (admin, exists) = tokio::task::spawn_blocking(move || {
         let found = admin
             .inner()
             .fetch_metadata(Some(&topic), TIMEOUT)
-            .map(|m| m.topics().iter().any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty()));
+            .map(|m| {
+                m.topics()
+                    .iter()
+                    .any(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty())
+            });
         (admin, found)
     })
     .await
@@ -31,9 +37,18 @@ pub async fn ensure_topic(config: &KafkaConfig) -> Result<(), String> {
         return Ok(());
     }
     // -1: the broker's default replication factor (KIP-464), right for any cluster size.
-    let new = NewTopic::new(&config.topic, config.partitions, TopicReplication::Fixed(-1));
+    let new = NewTopic::new(
+        &config.topic,
+        config.partitions,
+        TopicReplication::Fixed(-1),
+    );
     let results = admin
-        .create_topics([&new], &AdminOptions::new().operation_timeout(Some(TIMEOUT)).request_timeout(Some(TIMEOUT)))
+        .create_topics(
+            [&new],
+            &AdminOptions::new()
+                .operation_timeout(Some(TIMEOUT))
+                .request_timeout(Some(TIMEOUT)),
+        )
         .await
         .map_err(|e| format!("creating topic {}: {e}", config.topic))?;
     for r in results {

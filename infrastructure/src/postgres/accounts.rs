@@ -42,7 +42,12 @@ fn random_auth_key_id() -> i64 {
 
 #[async_trait]
 impl Accounts for PgAccounts {
-    async fn login(&self, phone: &str, first_name: &str, last_name: &str) -> Result<(UserRecord, String), StoreError> {
+    async fn login(
+        &self,
+        phone: &str,
+        first_name: &str,
+        last_name: &str,
+    ) -> Result<(UserRecord, String), StoreError> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         // A concurrent login with the same new phone waits on the unique index, then does nothing
         // and finds the committed row below.
@@ -63,11 +68,13 @@ impl Accounts for PgAccounts {
                 .await
                 .map_err(db_error)?;
         }
-        let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE phone = $1"))
-            .bind(phone)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        let row = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE phone = $1"
+        ))
+        .bind(phone)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error)?;
         let account = user(&row)?;
 
         let mut bytes = [0u8; TOKEN_BYTES];

@@ -63,7 +63,11 @@ mod tests {
 }
 
 /// The pinned peers of a folder, in pinned order (dialogs_pinned).
-pub(crate) async fn pinned_peers<'e>(ex: impl PgExecutor<'e>, owner: UserId, folder_id: i16) -> Result<Vec<UserId>, StoreError> {
+pub(crate) async fn pinned_peers<'e>(
+    ex: impl PgExecutor<'e>,
+    owner: UserId,
+    folder_id: i16,
+) -> Result<Vec<UserId>, StoreError> {
     let raw: Vec<i64> = sqlx::query_scalar(
         "SELECT peer_user_id FROM dialogs WHERE user_id = $1 AND folder_id = $2 AND pinned_order IS NOT NULL \
          ORDER BY pinned_order, peer_user_id",
@@ -73,7 +77,9 @@ pub(crate) async fn pinned_peers<'e>(ex: impl PgExecutor<'e>, owner: UserId, fol
     .fetch_all(ex)
     .await
     .map_err(db_error)?;
-    raw.into_iter().map(|p| crate::postgres::rows::user_id(p, "peer_user_id")).collect()
+    raw.into_iter()
+        .map(|p| crate::postgres::rows::user_id(p, "peer_user_id"))
+        .collect()
 }
 
 /// The owner's filters (in their order) and filter settings, on one connection.
@@ -82,23 +88,25 @@ pub(crate) async fn dialog_filters(
     owner: UserId,
 ) -> Result<application::ports::FilterSet, StoreError> {
     use domain::events::DialogFilterRules;
-    let rows: Vec<(i32, serde_json::Value)> =
-        sqlx::query_as("SELECT filter_id, filter FROM dialog_filters WHERE user_id = $1 ORDER BY filter_id")
-            .bind(owner.get())
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(db_error)?;
-    let settings: Option<(Vec<i32>, bool)> =
-        sqlx::query_as("SELECT filter_order, tags_enabled FROM dialog_filter_settings WHERE user_id = $1")
-            .bind(owner.get())
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db_error)?;
+    let rows: Vec<(i32, serde_json::Value)> = sqlx::query_as(
+        "SELECT filter_id, filter FROM dialog_filters WHERE user_id = $1 ORDER BY filter_id",
+    )
+    .bind(owner.get())
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    let settings: Option<(Vec<i32>, bool)> = sqlx::query_as(
+        "SELECT filter_order, tags_enabled FROM dialog_filter_settings WHERE user_id = $1",
+    )
+    .bind(owner.get())
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_error)?;
     let (order, tags_enabled) = settings.unwrap_or_default();
     let mut by_id: Vec<DialogFilterRules> = Vec::with_capacity(rows.len());
     for (id, json) in rows {
-        let f: DialogFilterRules =
-            serde_json::from_value(json).map_err(|e| StoreError::Corrupt(format!("dialog filter {id} of user {owner}: {e}")))?;
+        let f: DialogFilterRules = serde_json::from_value(json)
+            .map_err(|e| StoreError::Corrupt(format!("dialog filter {id} of user {owner}: {e}")))?;
         by_id.push(f);
     }
     let mut filters = Vec::with_capacity(by_id.len());
@@ -108,12 +116,19 @@ pub(crate) async fn dialog_filters(
         }
     }
     filters.extend(by_id);
-    Ok(application::ports::FilterSet { filters, order, tags_enabled })
+    Ok(application::ports::FilterSet {
+        filters,
+        order,
+        tags_enabled,
+    })
 }
 
-pub(crate) const CONTACT_COLUMNS: &str = "contact_user_id, first_name, last_name, phone, imported, date";
+pub(crate) const CONTACT_COLUMNS: &str =
+    "contact_user_id, first_name, last_name, phone, imported, date";
 
-pub(crate) fn contact(row: &sqlx::postgres::PgRow) -> Result<application::ports::ContactRecord, StoreError> {
+pub(crate) fn contact(
+    row: &sqlx::postgres::PgRow,
+) -> Result<application::ports::ContactRecord, StoreError> {
     use crate::postgres::rows::{get, user_id};
     Ok(application::ports::ContactRecord {
         user_id: user_id(get(row, "contact_user_id")?, "contact_user_id")?,
@@ -125,7 +140,11 @@ pub(crate) fn contact(row: &sqlx::postgres::PgRow) -> Result<application::ports:
     })
 }
 
-pub(crate) async fn bar_hidden<'e>(ex: impl PgExecutor<'e>, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
+pub(crate) async fn bar_hidden<'e>(
+    ex: impl PgExecutor<'e>,
+    owner: UserId,
+    peer: UserId,
+) -> Result<bool, StoreError> {
     sqlx::query_scalar(
         "SELECT COALESCE((SELECT bar_hidden FROM peer_settings WHERE owner_user_id = $1 AND peer_user_id = $2), false)",
     )

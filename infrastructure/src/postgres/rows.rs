@@ -9,7 +9,8 @@ use sqlx::postgres::PgRow;
 use sqlx::Row;
 
 /// The columns [`owner_message`] reads, in SELECT-list form.
-pub(crate) const BOX_COLUMNS: &str = "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
+pub(crate) const BOX_COLUMNS: &str =
+    "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
      text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date";
 
 pub(crate) const DIALOG_COLUMNS: &str =
@@ -18,14 +19,16 @@ pub(crate) const DIALOG_COLUMNS: &str =
 
 pub(crate) const USER_COLUMNS: &str = "id, phone, first_name, last_name";
 
-pub(crate) const EVENT_COLUMNS: &str = "user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id, \
+pub(crate) const EVENT_COLUMNS: &str =
+    "user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id, \
      floor(extract(epoch FROM committed_at))::bigint AS date";
 
 pub(crate) fn get<'r, T>(row: &'r PgRow, column: &str) -> Result<T, StoreError>
 where
     T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
 {
-    row.try_get(column).map_err(|e| StoreError::Corrupt(format!("column {column}: {e}")))
+    row.try_get(column)
+        .map_err(|e| StoreError::Corrupt(format!("column {column}: {e}")))
 }
 
 pub(crate) fn user_id(raw: i64, what: &str) -> Result<UserId, StoreError> {
@@ -43,7 +46,11 @@ pub(crate) fn pts(raw: i32) -> Result<Pts, StoreError> {
 pub(crate) fn owner_message(row: &PgRow) -> Result<OwnerMessage, StoreError> {
     let entities = match get::<serde_json::Value>(row, "entities")? {
         serde_json::Value::Array(items) => items,
-        other => return Err(StoreError::Corrupt(format!("entities is not an array: {other}"))),
+        other => {
+            return Err(StoreError::Corrupt(format!(
+                "entities is not an array: {other}"
+            )))
+        }
     };
     let reply_to = get::<Option<serde_json::Value>>(row, "reply_to")?
         .map(serde_json::from_value::<ReplyHeader>)

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 use application::ports::{
-    BlockRecord, DialogCursor, DialogRecord, SearchFilter, Store, StoreError, StoredEvent, UserRecord, WriteTx,
+    BlockRecord, DialogCursor, DialogRecord, SearchFilter, Store, StoreError, StoredEvent,
+    UserRecord, WriteTx,
 };
 use async_trait::async_trait;
 use domain::history_window::HistoryWindow;
@@ -15,7 +16,8 @@ use sqlx::PgPool;
 use crate::error::db_error;
 use crate::postgres::queries::{like_contains, messages_by_ids};
 use crate::postgres::rows::{
-    self, dialog, owner_message, stored_event, user, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS, USER_COLUMNS,
+    self, dialog, owner_message, stored_event, user, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS,
+    USER_COLUMNS,
 };
 use crate::postgres::write_tx::PgWriteTx;
 
@@ -35,7 +37,12 @@ impl PgStore {
 
     /// The box id a history page with `offset_date` starts below: one past the newest visible box
     /// older than the date (message_boxes_history_date), or 1 when every box is at or after it.
-    async fn anchor_for_date(&self, owner: UserId, peer: UserId, offset_date: i32) -> Result<i64, StoreError> {
+    async fn anchor_for_date(
+        &self,
+        owner: UserId,
+        peer: UserId,
+        offset_date: i32,
+    ) -> Result<i64, StoreError> {
         let newest_older: Option<i32> = sqlx::query_scalar(
             "SELECT box_id FROM message_boxes \
              WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND date < $3 \
@@ -63,7 +70,11 @@ impl Bounds {
     fn new(anchor: Option<i64>, w: &HistoryWindow) -> Self {
         Self {
             anchor,
-            max_exclusive: if w.max_id > 0 { i64::from(w.max_id) } else { i64::MAX },
+            max_exclusive: if w.max_id > 0 {
+                i64::from(w.max_id)
+            } else {
+                i64::MAX
+            },
             min_exclusive: i64::from(w.min_id),
         }
     }
@@ -87,20 +98,24 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
-        let rows = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = ANY($1)"))
-            .bind(&raw)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let rows = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE id = ANY($1)"
+        ))
+        .bind(&raw)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
         rows.iter().map(user).collect()
     }
 
     async fn user_by_phone(&self, phone: &str) -> Result<Option<UserRecord>, StoreError> {
-        let row = sqlx::query(&format!("SELECT {USER_COLUMNS} FROM users WHERE phone = $1"))
-            .bind(phone)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let row = sqlx::query(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE phone = $1"
+        ))
+        .bind(phone)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
         row.as_ref().map(user).transpose()
     }
 
@@ -152,7 +167,11 @@ impl Store for PgStore {
     }
 
     /// (peer, top_message, top_message_date) of every dialog in the folder, in list order.
-    async fn dialogs_hash_input(&self, owner: UserId, folder_id: i16) -> Result<Vec<(i64, i32, i32)>, StoreError> {
+    async fn dialogs_hash_input(
+        &self,
+        owner: UserId,
+        folder_id: i16,
+    ) -> Result<Vec<(i64, i32, i32)>, StoreError> {
         sqlx::query_as(
             "SELECT peer_user_id, top_message, top_message_date FROM dialogs WHERE user_id = $1 AND folder_id = $2 \
              ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC",
@@ -165,7 +184,11 @@ impl Store for PgStore {
     }
 
     /// The dialogs with these peers that exist, in the order of `peers`.
-    async fn dialogs_of_peers(&self, owner: UserId, peers: &[UserId]) -> Result<Vec<DialogRecord>, StoreError> {
+    async fn dialogs_of_peers(
+        &self,
+        owner: UserId,
+        peers: &[UserId],
+    ) -> Result<Vec<DialogRecord>, StoreError> {
         if peers.is_empty() {
             return Ok(Vec::new());
         }
@@ -187,7 +210,12 @@ impl Store for PgStore {
     }
 
     // message_boxes_history: (owner_user_id, peer_user_id, box_id) WHERE NOT deleted.
-    async fn history(&self, owner: UserId, peer: UserId, w: &HistoryWindow) -> Result<Vec<OwnerMessage>, StoreError> {
+    async fn history(
+        &self,
+        owner: UserId,
+        peer: UserId,
+        w: &HistoryWindow,
+    ) -> Result<Vec<OwnerMessage>, StoreError> {
         let anchor = if w.offset_id > 0 {
             Some(i64::from(w.offset_id))
         } else if w.offset_date > 0 {
@@ -249,7 +277,11 @@ impl Store for PgStore {
     }
 
     /// Visible boxes in the order of `ids` (missing ones and repeats left out).
-    async fn messages(&self, owner: UserId, ids: &[BoxId]) -> Result<Vec<OwnerMessage>, StoreError> {
+    async fn messages(
+        &self,
+        owner: UserId,
+        ids: &[BoxId],
+    ) -> Result<Vec<OwnerMessage>, StoreError> {
         messages_by_ids(&self.pool, owner, ids).await
     }
 
@@ -319,38 +351,47 @@ impl Store for PgStore {
             .map_err(db_error)?;
             page.extend(to_messages(&rows)?);
         }
-        let count: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM message_boxes WHERE {MATCH}"))
-            .bind(owner.get())
-            .bind(&pattern)
-            .bind(peer_raw)
-            .bind(from_raw)
-            .bind(filter.min_date)
-            .bind(filter.max_date)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let count: i64 =
+            sqlx::query_scalar(&format!("SELECT count(*) FROM message_boxes WHERE {MATCH}"))
+                .bind(owner.get())
+                .bind(&pattern)
+                .bind(peer_raw)
+                .bind(from_raw)
+                .bind(filter.min_date)
+                .bind(filter.max_date)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_error)?;
         Ok((page, count))
     }
 
     async fn pts(&self, owner: UserId) -> Result<Pts, StoreError> {
-        let raw: Option<i32> = sqlx::query_scalar("SELECT pts FROM user_sequences WHERE user_id = $1")
-            .bind(owner.get())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let raw: Option<i32> =
+            sqlx::query_scalar("SELECT pts FROM user_sequences WHERE user_id = $1")
+                .bind(owner.get())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_error)?;
         raw.map_or(Ok(Pts::ZERO), rows::pts)
     }
 
     async fn unread_total(&self, owner: UserId) -> Result<i64, StoreError> {
-        sqlx::query_scalar("SELECT COALESCE(sum(unread_count), 0)::bigint FROM dialogs WHERE user_id = $1")
-            .bind(owner.get())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db_error)
+        sqlx::query_scalar(
+            "SELECT COALESCE(sum(unread_count), 0)::bigint FROM dialogs WHERE user_id = $1",
+        )
+        .bind(owner.get())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error)
     }
 
     // The log's primary key (user_id, pts).
-    async fn events_after(&self, owner: UserId, after: Pts, limit: i64) -> Result<Vec<StoredEvent>, StoreError> {
+    async fn events_after(
+        &self,
+        owner: UserId,
+        after: Pts,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {EVENT_COLUMNS} FROM user_update_events WHERE user_id = $1 AND pts > $2 ORDER BY pts LIMIT $3"
         ))
@@ -364,7 +405,12 @@ impl Store for PgStore {
     }
 
     // user_update_events_outbox_read: the expressions must stay exactly those of the partial index.
-    async fn outbox_read_date(&self, owner: UserId, peer: UserId, msg_id: BoxId) -> Result<Option<i32>, StoreError> {
+    async fn outbox_read_date(
+        &self,
+        owner: UserId,
+        peer: UserId,
+        msg_id: BoxId,
+    ) -> Result<Option<i32>, StoreError> {
         sqlx::query_scalar(
             "SELECT min((payload ->> 'date')::integer) FROM user_update_events \
              WHERE user_id = $1 AND kind = 'read_history_outbox' \
@@ -379,7 +425,12 @@ impl Store for PgStore {
     }
 
     // contact_blocks_order: (owner_user_id, date DESC, blocked_user_id DESC); pages are at most 100.
-    async fn blocked(&self, owner: UserId, offset: i32, limit: i32) -> Result<(Vec<BlockRecord>, i64), StoreError> {
+    async fn blocked(
+        &self,
+        owner: UserId,
+        offset: i32,
+        limit: i32,
+    ) -> Result<(Vec<BlockRecord>, i64), StoreError> {
         let rows: Vec<(i64, i32)> = sqlx::query_as(
             "SELECT blocked_user_id, date FROM contact_blocks WHERE owner_user_id = $1 \
              ORDER BY date DESC, blocked_user_id DESC OFFSET $2 LIMIT $3",
@@ -390,20 +441,30 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM contact_blocks WHERE owner_user_id = $1")
-            .bind(owner.get())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let count: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM contact_blocks WHERE owner_user_id = $1")
+                .bind(owner.get())
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_error)?;
         let records = rows
             .into_iter()
-            .map(|(peer, date)| Ok(BlockRecord { peer_id: rows::user_id(peer, "blocked_user_id")?, date }))
+            .map(|(peer, date)| {
+                Ok(BlockRecord {
+                    peer_id: rows::user_id(peer, "blocked_user_id")?,
+                    date,
+                })
+            })
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok((records, count))
     }
 
     // dialogs_pinned: (user_id, folder_id, pinned_order) WHERE pinned_order IS NOT NULL.
-    async fn pinned_dialogs(&self, owner: UserId, folder_id: i16) -> Result<Vec<DialogRecord>, StoreError> {
+    async fn pinned_dialogs(
+        &self,
+        owner: UserId,
+        folder_id: i16,
+    ) -> Result<Vec<DialogRecord>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND folder_id = $2 AND pinned_order IS NOT NULL \
              ORDER BY pinned_order, peer_user_id"
@@ -439,15 +500,23 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        raw.into_iter().map(|p| rows::user_id(p, "peer_user_id")).collect()
+        raw.into_iter()
+            .map(|p| rows::user_id(p, "peer_user_id"))
+            .collect()
     }
 
-    async fn dialog_filters(&self, owner: UserId) -> Result<application::ports::FilterSet, StoreError> {
+    async fn dialog_filters(
+        &self,
+        owner: UserId,
+    ) -> Result<application::ports::FilterSet, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db_error)?;
         crate::postgres::queries::dialog_filters(&mut conn, owner).await
     }
 
-    async fn contacts(&self, owner: UserId) -> Result<Vec<application::ports::ContactRecord>, StoreError> {
+    async fn contacts(
+        &self,
+        owner: UserId,
+    ) -> Result<Vec<application::ports::ContactRecord>, StoreError> {
         use crate::postgres::queries::{contact, CONTACT_COLUMNS};
         let rows = sqlx::query(&format!(
             "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 ORDER BY contact_user_id"
@@ -487,7 +556,10 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error)?;
-        let theirs = theirs.into_iter().map(|u| rows::user_id(u, "owner_user_id")).collect::<Result<Vec<_>, _>>()?;
+        let theirs = theirs
+            .into_iter()
+            .map(|u| rows::user_id(u, "owner_user_id"))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok((mine, theirs))
     }
 

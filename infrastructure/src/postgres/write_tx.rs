@@ -17,7 +17,9 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::{db_error, projection_error};
 use crate::postgres::queries::messages_by_ids;
-use crate::postgres::rows::{self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS};
+use crate::postgres::rows::{
+    self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS,
+};
 
 /// One locked account's counters: as locked, and as advanced by this transaction.
 #[derive(Debug, Clone, Copy)]
@@ -54,13 +56,19 @@ pub struct PgWriteTx {
 impl PgWriteTx {
     pub async fn begin(pool: &PgPool) -> Result<Self, StoreError> {
         let tx = pool.begin().await.map_err(db_error)?;
-        Ok(Self { tx, requested: None, counters: HashMap::new(), events: Vec::new(), prefetched_message_id: None })
+        Ok(Self {
+            tx,
+            requested: None,
+            counters: HashMap::new(),
+            events: Vec::new(),
+            prefetched_message_id: None,
+        })
     }
 
     fn counters(&mut self, owner: UserId) -> Result<&mut Counters, StoreError> {
-        self.counters
-            .get_mut(&owner)
-            .ok_or_else(|| StoreError::Bug(format!("user {owner} was not locked in this transaction")))
+        self.counters.get_mut(&owner).ok_or_else(|| {
+            StoreError::Bug(format!("user {owner} was not locked in this transaction"))
+        })
     }
 
     fn locked_ids(&self) -> Vec<UserId> {
@@ -78,9 +86,15 @@ impl WriteTx for PgWriteTx {
             // cycle. Asking again for ids already asked for is harmless.
             if users.iter().all(|u| requested.contains(u)) {
                 let wanted: HashSet<UserId> = users.iter().copied().collect();
-                return Ok(self.locked_ids().into_iter().filter(|u| wanted.contains(u)).collect());
+                return Ok(self
+                    .locked_ids()
+                    .into_iter()
+                    .filter(|u| wanted.contains(u))
+                    .collect());
             }
-            return Err(StoreError::Bug("lock_users called again with new accounts".into()));
+            return Err(StoreError::Bug(
+                "lock_users called again with new accounts".into(),
+            ));
         }
         self.requested = Some(users.iter().copied().collect());
         let raw: Vec<i64> = users.iter().map(|u| u.get()).collect();
@@ -93,12 +107,24 @@ impl WriteTx for PgWriteTx {
         .map_err(db_error)?;
         for (user, pts, box_id) in locked {
             let user = rows::user_id(user, "user_sequences.user_id")?;
-            self.counters.insert(user, Counters { locked_pts: pts, locked_box_id: box_id, pts, box_id });
+            self.counters.insert(
+                user,
+                Counters {
+                    locked_pts: pts,
+                    locked_box_id: box_id,
+                    pts,
+                    box_id,
+                },
+            );
         }
         Ok(self.locked_ids())
     }
 
-    async fn find_by_random_id(&mut self, owner: UserId, random_id: i64) -> Result<Option<(OwnerMessage, Pts)>, StoreError> {
+    async fn find_by_random_id(
+        &mut self,
+        owner: UserId,
+        random_id: i64,
+    ) -> Result<Option<(OwnerMessage, Pts)>, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT {BOX_COLUMNS}, pts FROM message_boxes WHERE owner_user_id = $1 AND random_id = $2"
         ))
@@ -114,12 +140,14 @@ impl WriteTx for PgWriteTx {
         }
         // Edited since (always in a later, committed transaction): a retry is compared with the
         // message as it was sent, which its new_message event keeps.
-        let row = sqlx::query(&format!("SELECT {EVENT_COLUMNS} FROM user_update_events WHERE user_id = $1 AND pts = $2"))
-            .bind(owner.get())
-            .bind(pts.get())
-            .fetch_optional(&mut *self.tx)
-            .await
-            .map_err(db_error)?;
+        let row = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM user_update_events WHERE user_id = $1 AND pts = $2"
+        ))
+        .bind(owner.get())
+        .bind(pts.get())
+        .fetch_optional(&mut *self.tx)
+        .await
+        .map_err(db_error)?;
         match row.as_ref().map(rows::stored_event).transpose()? {
             Some(StoredEvent { event: UserEvent::NewMessage(e), .. }) if e.message.id == found.id => Ok(Some((e.message, pts))),
             _ => Err(StoreError::Corrupt(format!(
@@ -130,11 +158,19 @@ impl WriteTx for PgWriteTx {
         }
     }
 
-    async fn messages(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<OwnerMessage>, StoreError> {
+    async fn messages(
+        &mut self,
+        owner: UserId,
+        ids: &[BoxId],
+    ) -> Result<Vec<OwnerMessage>, StoreError> {
         messages_by_ids(&mut *self.tx, owner, ids).await
     }
 
-    async fn message_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<OwnerMessage>, StoreError> {
+    async fn message_by_shared_id(
+        &mut self,
+        owner: UserId,
+        message_id: MessageId,
+    ) -> Result<Option<OwnerMessage>, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT {BOX_COLUMNS} FROM message_boxes WHERE owner_user_id = $1 AND message_id = $2 AND NOT deleted \
              ORDER BY box_id LIMIT 1"
@@ -148,7 +184,11 @@ impl WriteTx for PgWriteTx {
     }
 
     // message_boxes_message: (owner_user_id, message_id).
-    async fn box_id_by_shared_id(&mut self, owner: UserId, message_id: MessageId) -> Result<Option<BoxId>, StoreError> {
+    async fn box_id_by_shared_id(
+        &mut self,
+        owner: UserId,
+        message_id: MessageId,
+    ) -> Result<Option<BoxId>, StoreError> {
         let raw: Option<i32> = sqlx::query_scalar(
             "SELECT box_id FROM message_boxes WHERE owner_user_id = $1 AND message_id = $2 ORDER BY box_id LIMIT 1",
         )
@@ -174,7 +214,12 @@ impl WriteTx for PgWriteTx {
     /// One round trip: the random_id lookup (message_boxes_random_id), both block checks (the
     /// contact_blocks primary key) and the send's message id. The id is wasted when the send stops
     /// here (a retry, a block); message ids only need to be unique.
-    async fn send_preflight(&mut self, sender: UserId, peer: UserId, random_id: i64) -> Result<SendPreflight, StoreError> {
+    async fn send_preflight(
+        &mut self,
+        sender: UserId,
+        peer: UserId,
+        random_id: i64,
+    ) -> Result<SendPreflight, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT b.*, \
                EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = $1 AND blocked_user_id = $3) AS sender_blocked_peer, \
@@ -197,7 +242,9 @@ impl WriteTx for PgWriteTx {
             // Edited since: the message as first sent comes from its event (rare; a second trip).
             return match self.find_by_random_id(sender, random_id).await? {
                 Some((first, pts)) => Ok(SendPreflight::Retry(first, pts)),
-                None => Err(StoreError::Bug(format!("the box of random_id {random_id} of user {sender} vanished"))),
+                None => Err(StoreError::Bug(format!(
+                    "the box of random_id {random_id} of user {sender} vanished"
+                ))),
             };
         }
         self.prefetched_message_id = Some(MessageId(rows::get(&row, "next_message_id")?));
@@ -208,7 +255,11 @@ impl WriteTx for PgWriteTx {
         })
     }
 
-    async fn dialog(&mut self, owner: UserId, peer: UserId) -> Result<Option<DialogRecord>, StoreError> {
+    async fn dialog(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+    ) -> Result<Option<DialogRecord>, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND peer_user_id = $2"
         ))
@@ -220,8 +271,18 @@ impl WriteTx for PgWriteTx {
         row.as_ref().map(dialog).transpose()
     }
 
-    async fn newest_ids(&mut self, owner: UserId, peer: UserId, max_id: i32, limit: i64) -> Result<Vec<BoxId>, StoreError> {
-        let below = if max_id > 0 { i64::from(max_id) } else { i64::MAX };
+    async fn newest_ids(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        max_id: i32,
+        limit: i64,
+    ) -> Result<Vec<BoxId>, StoreError> {
+        let below = if max_id > 0 {
+            i64::from(max_id)
+        } else {
+            i64::MAX
+        };
         let raw: Vec<i32> = sqlx::query_scalar(
             "SELECT box_id FROM message_boxes \
              WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND box_id < $3 \
@@ -237,7 +298,12 @@ impl WriteTx for PgWriteTx {
         raw.into_iter().map(|b| rows::box_id(b, "box_id")).collect()
     }
 
-    async fn has_messages_besides(&mut self, owner: UserId, peer: UserId, except: &[BoxId]) -> Result<bool, StoreError> {
+    async fn has_messages_besides(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        except: &[BoxId],
+    ) -> Result<bool, StoreError> {
         let raw: Vec<i32> = except.iter().map(|b| b.get()).collect();
         sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM message_boxes \
@@ -251,7 +317,12 @@ impl WriteTx for PgWriteTx {
         .map_err(db_error)
     }
 
-    async fn incoming_after(&mut self, owner: UserId, peer: UserId, max_id: i32) -> Result<i32, StoreError> {
+    async fn incoming_after(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        max_id: i32,
+    ) -> Result<i32, StoreError> {
         let n: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM message_boxes \
              WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND NOT outgoing AND box_id > $3",
@@ -265,7 +336,12 @@ impl WriteTx for PgWriteTx {
         Ok(i32::try_from(n).unwrap_or(i32::MAX))
     }
 
-    async fn newest_incoming_at_or_below(&mut self, owner: UserId, peer: UserId, max_id: i32) -> Result<Option<OwnerMessage>, StoreError> {
+    async fn newest_incoming_at_or_below(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        max_id: i32,
+    ) -> Result<Option<OwnerMessage>, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT {BOX_COLUMNS} FROM message_boxes \
              WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND NOT outgoing AND box_id <= $3 \
@@ -281,7 +357,11 @@ impl WriteTx for PgWriteTx {
     }
 
     /// In the order of `ids`, repeats left out.
-    async fn content_unread(&mut self, owner: UserId, ids: &[BoxId]) -> Result<Vec<BoxId>, StoreError> {
+    async fn content_unread(
+        &mut self,
+        owner: UserId,
+        ids: &[BoxId],
+    ) -> Result<Vec<BoxId>, StoreError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -296,18 +376,33 @@ impl WriteTx for PgWriteTx {
         .await
         .map_err(db_error)?;
         let mut unread: HashSet<i32> = unread.into_iter().collect();
-        Ok(ids.iter().copied().filter(|id| unread.remove(&id.get())).collect())
+        Ok(ids
+            .iter()
+            .copied()
+            .filter(|id| unread.remove(&id.get()))
+            .collect())
     }
 
-    async fn pinned_peers(&mut self, owner: UserId, folder_id: i16) -> Result<Vec<UserId>, StoreError> {
+    async fn pinned_peers(
+        &mut self,
+        owner: UserId,
+        folder_id: i16,
+    ) -> Result<Vec<UserId>, StoreError> {
         crate::postgres::queries::pinned_peers(&mut *self.tx, owner, folder_id).await
     }
 
-    async fn dialog_filters(&mut self, owner: UserId) -> Result<application::ports::FilterSet, StoreError> {
+    async fn dialog_filters(
+        &mut self,
+        owner: UserId,
+    ) -> Result<application::ports::FilterSet, StoreError> {
         crate::postgres::queries::dialog_filters(&mut self.tx, owner).await
     }
 
-    async fn contact(&mut self, owner: UserId, peer: UserId) -> Result<Option<application::ports::ContactRecord>, StoreError> {
+    async fn contact(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+    ) -> Result<Option<application::ports::ContactRecord>, StoreError> {
         use crate::postgres::queries::{contact, CONTACT_COLUMNS};
         let row = sqlx::query(&format!(
             "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 AND contact_user_id = $2"
@@ -337,17 +432,30 @@ impl WriteTx for PgWriteTx {
 
     fn next_box_id(&mut self, owner: UserId) -> Result<BoxId, StoreError> {
         let c = self.counters(owner)?;
-        let next = c.box_id.checked_add(1).ok_or(StoreError::Exhausted(owner))?;
-        let id = BoxId::new(next).ok_or_else(|| StoreError::Bug(format!("box id {next} of user {owner}")))?;
+        let next = c
+            .box_id
+            .checked_add(1)
+            .ok_or(StoreError::Exhausted(owner))?;
+        let id = BoxId::new(next)
+            .ok_or_else(|| StoreError::Bug(format!("box id {next} of user {owner}")))?;
         c.box_id = next;
         Ok(id)
     }
 
-    async fn append(&mut self, owner: UserId, event: UserEvent, origin: Origin) -> Result<Pts, StoreError> {
+    async fn append(
+        &mut self,
+        owner: UserId,
+        event: UserEvent,
+        origin: Origin,
+    ) -> Result<Pts, StoreError> {
         let pts_count = event.pts_count();
         let c = *self.counters(owner)?;
-        let next = c.pts.checked_add(pts_count).ok_or(StoreError::Exhausted(owner))?;
-        let pts = Pts::new(next).ok_or_else(|| StoreError::Bug(format!("pts {next} of user {owner}")))?;
+        let next = c
+            .pts
+            .checked_add(pts_count)
+            .ok_or(StoreError::Exhausted(owner))?;
+        let pts =
+            Pts::new(next).ok_or_else(|| StoreError::Bug(format!("pts {next} of user {owner}")))?;
         if let UserEvent::NewMessage(e) = &event {
             // A box id that next_box_id never handed out would leave a gap or a collision.
             if e.message.id.get() > c.box_id {
@@ -357,7 +465,9 @@ impl WriteTx for PgWriteTx {
                 )));
             }
         }
-        projections::apply(&mut self.tx, owner, pts, &event).await.map_err(projection_error)?;
+        projections::apply(&mut self.tx, owner, pts, &event)
+            .await
+            .map_err(projection_error)?;
         self.counters(owner)?.pts = next;
         self.events.push(PendingEvent {
             user_id: owner.get(),
@@ -373,10 +483,9 @@ impl WriteTx for PgWriteTx {
     }
 
     fn current_pts(&self, owner: UserId) -> Result<Pts, StoreError> {
-        let c = self
-            .counters
-            .get(&owner)
-            .ok_or_else(|| StoreError::Bug(format!("user {owner} was not locked in this transaction")))?;
+        let c = self.counters.get(&owner).ok_or_else(|| {
+            StoreError::Bug(format!("user {owner} was not locked in this transaction"))
+        })?;
         rows::pts(c.pts)
     }
 

@@ -16,7 +16,9 @@ fn percent_decode(s: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
             if let Some(b) = hex {
                 out.push(b);
                 i += 3;
@@ -33,22 +35,38 @@ fn percent_decode(s: &str) -> String {
 pub fn replication_config(database_url: &str, slot: &str) -> Result<ReplicationConfig, String> {
     let url = Url::parse(database_url).map_err(|e| format!("DATABASE_URL is not a URL: {e}"))?;
     if !matches!(url.scheme(), "postgres" | "postgresql") {
-        return Err(format!("DATABASE_URL scheme {:?} is not postgres://", url.scheme()));
+        return Err(format!(
+            "DATABASE_URL scheme {:?} is not postgres://",
+            url.scheme()
+        ));
     }
-    let param = |name: &str| url.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    let param = |name: &str| {
+        url.query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
     let user = match url.username() {
         "" => param("user").unwrap_or_else(|| "postgres".into()),
         u => percent_decode(u),
     };
-    let password = url.password().map(percent_decode).or_else(|| param("password")).unwrap_or_default();
+    let password = url
+        .password()
+        .map(percent_decode)
+        .or_else(|| param("password"))
+        .unwrap_or_default();
     // `?host=/run/postgresql` names a socket directory, as with libpq.
     let host = param("host")
-        .or_else(|| url.host_str().map(|h| h.trim_start_matches('[').trim_end_matches(']').to_string()))
+        .or_else(|| {
+            url.host_str()
+                .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_string())
+        })
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
     let port = match (url.port(), param("port")) {
         (Some(p), _) => p,
-        (None, Some(p)) => p.parse().map_err(|_| format!("DATABASE_URL port {p:?} is not a number"))?,
+        (None, Some(p)) => p
+            .parse()
+            .map_err(|_| format!("DATABASE_URL port {p:?} is not a number"))?,
         (None, None) => 5432,
     };
     let database = match url.path().trim_start_matches('/') {
@@ -63,17 +81,23 @@ pub fn replication_config(database_url: &str, slot: &str) -> Result<ReplicationC
         Some("verify-full") => SslMode::VerifyFull,
         Some(other) => return Err(format!("DATABASE_URL sslmode {other:?} is not known")),
     };
-    let tls = TlsConfig { mode, ca_pem_path: param("sslrootcert").map(Into::into), ..TlsConfig::disabled() };
-    Ok(ReplicationConfig::new(host, user, password, database, slot, PUBLICATION)
-        .with_port(port)
-        .with_tls(tls)
-        // Timestamps must arrive in the one text form the decoder reads.
-        .with_options("-c DateStyle=ISO -c TimeZone=UTC")
-        .with_application_name(format!("ptslog-relay-{}", std::process::id()))
-        // A confirmed position reaches Postgres within a second, so a restarted relay re-reads
-        // little; keepalives from an idle stream are answered within 10 s.
-        .with_status_interval(Duration::from_secs(1))
-        .with_wakeup_interval(Duration::from_secs(10)))
+    let tls = TlsConfig {
+        mode,
+        ca_pem_path: param("sslrootcert").map(Into::into),
+        ..TlsConfig::disabled()
+    };
+    Ok(
+        ReplicationConfig::new(host, user, password, database, slot, PUBLICATION)
+            .with_port(port)
+            .with_tls(tls)
+            // Timestamps must arrive in the one text form the decoder reads.
+            .with_options("-c DateStyle=ISO -c TimeZone=UTC")
+            .with_application_name(format!("ptslog-relay-{}", std::process::id()))
+            // A confirmed position reaches Postgres within a second, so a restarted relay re-reads
+            // little; keepalives from an idle stream are answered within 10 s.
+            .with_status_interval(Duration::from_secs(1))
+            .with_wakeup_interval(Duration::from_secs(10)),
+    )
 }
 
 #[cfg(test)]
@@ -82,15 +106,34 @@ mod tests {
 
     #[test]
     fn urls_map_to_replication_settings() {
-        let c = replication_config("postgres://app:p%40ss@db.example:6543/ptslog?sslmode=require", "s").unwrap();
-        assert_eq!((c.host.as_str(), c.port, c.user.as_str(), c.password.as_str()), ("db.example", 6543, "app", "p@ss"));
+        let c = replication_config(
+            "postgres://app:p%40ss@db.example:6543/ptslog?sslmode=require",
+            "s",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                c.host.as_str(),
+                c.port,
+                c.user.as_str(),
+                c.password.as_str()
+            ),
+            ("db.example", 6543, "app", "p@ss")
+        );
         assert_eq!((c.database.as_str(), c.slot.as_str()), ("ptslog", "s"));
         assert_eq!(c.tls.mode, SslMode::Require);
         let c = replication_config("postgres://postgres@127.0.0.1:55432/ptslog_t_1", "s").unwrap();
-        assert_eq!((c.host.as_str(), c.port, c.password.as_str()), ("127.0.0.1", 55432, ""));
+        assert_eq!(
+            (c.host.as_str(), c.port, c.password.as_str()),
+            ("127.0.0.1", 55432, "")
+        );
         assert_eq!(c.tls.mode, SslMode::Prefer);
-        let c = replication_config("postgresql:///ptslog?host=/run/postgresql&user=me", "s").unwrap();
-        assert_eq!((c.host.as_str(), c.user.as_str(), c.database.as_str()), ("/run/postgresql", "me", "ptslog"));
+        let c =
+            replication_config("postgresql:///ptslog?host=/run/postgresql&user=me", "s").unwrap();
+        assert_eq!(
+            (c.host.as_str(), c.user.as_str(), c.database.as_str()),
+            ("/run/postgresql", "me", "ptslog")
+        );
         assert!(replication_config("mysql://x/y", "s").is_err());
         assert!(replication_config("postgres://h/db?sslmode=sometimes", "s").is_err());
     }

@@ -39,14 +39,21 @@ pub struct RelayConfig {
 }
 
 impl RelayConfig {
-    pub fn new(database_url: impl Into<String>, slot: impl Into<String>) -> Result<Self, RelayError> {
+    pub fn new(
+        database_url: impl Into<String>,
+        slot: impl Into<String>,
+    ) -> Result<Self, RelayError> {
         let slot = slot.into();
         if !valid_slot_name(&slot) {
             return Err(RelayError::Fatal(format!(
                 "replication slot name {slot:?} must be 1-63 characters of a-z, 0-9 and _"
             )));
         }
-        Ok(Self { database_url: database_url.into(), slot, exit_on_fatal: false })
+        Ok(Self {
+            database_url: database_url.into(),
+            slot,
+            exit_on_fatal: false,
+        })
     }
 }
 
@@ -58,7 +65,11 @@ pub struct Relay {
 
 impl Relay {
     pub fn new(config: RelayConfig, sink: Arc<dyn RecordSink>, status: Arc<RelayStatus>) -> Self {
-        Self { config, sink, status }
+        Self {
+            config,
+            sink,
+            status,
+        }
     }
 
     pub fn status(&self) -> &Arc<RelayStatus> {
@@ -113,7 +124,10 @@ impl Relay {
             if *shutdown.borrow() {
                 return Ok(());
             }
-            let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)").bind(LEADER_LOCK).fetch_one(&mut lock).await?;
+            let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+                .bind(LEADER_LOCK)
+                .fetch_one(&mut lock)
+                .await?;
             if got {
                 break;
             }
@@ -130,7 +144,13 @@ impl Relay {
         self.status.set_role(Role::Leader);
         prepare(&mut lock, &self.config.slot).await?;
         let streamed = {
-            let streaming = stream::run(&self.config.database_url, &self.config.slot, self.sink.as_ref(), &self.status, shutdown);
+            let streaming = stream::run(
+                &self.config.database_url,
+                &self.config.slot,
+                self.sink.as_ref(),
+                &self.status,
+                shutdown,
+            );
             tokio::pin!(streaming);
             loop {
                 tokio::select! {

@@ -14,11 +14,14 @@ pub const LOG_TABLE: &str = "user_update_events";
 /// `committed_at` arrives as `2025-11-30 09:10:00.123456+00`.
 pub fn log_record(row: &Row<'_>) -> Result<LogRecord, DecodeError> {
     if row.relation().name != LOG_TABLE {
-        return Err(DecodeError::Invalid(format!("unexpected table {} in the publication", row.relation().name)));
+        return Err(DecodeError::Invalid(format!(
+            "unexpected table {} in the publication",
+            row.relation().name
+        )));
     }
     let payload_text = row.text("payload")?;
-    let payload: serde_json::Value =
-        serde_json::from_str(payload_text).map_err(|e| DecodeError::Invalid(format!("payload is not JSON: {e}")))?;
+    let payload: serde_json::Value = serde_json::from_str(payload_text)
+        .map_err(|e| DecodeError::Invalid(format!("payload is not JSON: {e}")))?;
     Ok(LogRecord {
         v: RECORD_VERSION,
         user_id: row.parse("user_id")?,
@@ -42,7 +45,9 @@ fn timestamptz(text: &str) -> Result<DateTime<Utc>, DecodeError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::pgoutput::{decode, tests::insert_message, tests::relation_message, Message, Relations};
+    use super::super::pgoutput::{
+        decode, tests::insert_message, tests::relation_message, Message, Relations,
+    };
     use super::*;
 
     const COLUMNS: &[&str] = &[
@@ -60,7 +65,9 @@ mod tests {
     #[test]
     fn a_row_becomes_the_documented_record() {
         let mut rels = Relations::default();
-        let Ok(Message::Relation(rel)) = decode(&relation_message(5, LOG_TABLE, COLUMNS)) else { panic!() };
+        let Ok(Message::Relation(rel)) = decode(&relation_message(5, LOG_TABLE, COLUMNS)) else {
+            panic!()
+        };
         rels.learn(rel);
         let insert = insert_message(
             5,
@@ -76,7 +83,13 @@ mod tests {
                 Some("2025-11-30 09:10:00.123456+00"),
             ],
         );
-        let Ok(Message::Insert { relation_id, values }) = decode(&insert) else { panic!() };
+        let Ok(Message::Insert {
+            relation_id,
+            values,
+        }) = decode(&insert)
+        else {
+            panic!()
+        };
         let row = Row::new(rels.get(relation_id).unwrap(), values).unwrap();
         let record = log_record(&row).unwrap();
         assert_eq!((record.user_id, record.pts, record.pts_count), (2, 9, 2));
@@ -89,8 +102,14 @@ mod tests {
 
     #[test]
     fn times_in_any_offset_and_precision_parse() {
-        assert_eq!(LogRecord::format_time(timestamptz("2025-11-30 10:10:00+01").unwrap()), "2025-11-30T09:10:00.000000Z");
-        assert_eq!(LogRecord::format_time(timestamptz("2025-11-30 09:10:00.5+05:30").unwrap()), "2025-11-30T03:40:00.500000Z");
+        assert_eq!(
+            LogRecord::format_time(timestamptz("2025-11-30 10:10:00+01").unwrap()),
+            "2025-11-30T09:10:00.000000Z"
+        );
+        assert_eq!(
+            LogRecord::format_time(timestamptz("2025-11-30 09:10:00.5+05:30").unwrap()),
+            "2025-11-30T03:40:00.500000Z"
+        );
         assert!(timestamptz("Sun Nov 30 09:10:00 2025 UTC").is_err());
     }
 }

@@ -42,7 +42,10 @@ pub enum Value {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
     Relation(Relation),
-    Insert { relation_id: u32, values: Vec<Value> },
+    Insert {
+        relation_id: u32,
+        values: Vec<Value>,
+    },
     Other(u8),
 }
 
@@ -69,8 +72,14 @@ impl<'a> Reader<'a> {
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
     fn cstr(&mut self, what: &'static str) -> Result<String, DecodeError> {
-        let end = self.0.iter().position(|&b| b == 0).ok_or(DecodeError::Truncated(what))?;
-        let s = std::str::from_utf8(&self.0[..end]).map_err(|e| DecodeError::Invalid(format!("{what}: {e}")))?.to_string();
+        let end = self
+            .0
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or(DecodeError::Truncated(what))?;
+        let s = std::str::from_utf8(&self.0[..end])
+            .map_err(|e| DecodeError::Invalid(format!("{what}: {e}")))?
+            .to_string();
         self.0 = &self.0[end + 1..];
         Ok(s)
     }
@@ -93,16 +102,28 @@ pub fn decode(data: &[u8]) -> Result<Message, DecodeError> {
                 let _type_oid = r.u32("column type")?;
                 let _type_modifier = r.u32("column type modifier")?;
             }
-            Ok(Message::Relation(Relation { id, namespace, name, columns }))
+            Ok(Message::Relation(Relation {
+                id,
+                namespace,
+                name,
+                columns,
+            }))
         }
         b'I' => {
             let relation_id = r.u32("relation id")?;
             match r.u8("new tuple marker")? {
                 b'N' => {}
-                other => return Err(DecodeError::Invalid(format!("insert without a new tuple (marker {other:#x})"))),
+                other => {
+                    return Err(DecodeError::Invalid(format!(
+                        "insert without a new tuple (marker {other:#x})"
+                    )))
+                }
             }
             let values = tuple(&mut r)?;
-            Ok(Message::Insert { relation_id, values })
+            Ok(Message::Insert {
+                relation_id,
+                values,
+            })
         }
         other => Ok(Message::Other(other)),
     }
@@ -118,10 +139,22 @@ fn tuple(r: &mut Reader<'_>) -> Result<Vec<Value>, DecodeError> {
             b't' => {
                 let len = r.u32("text length")? as usize;
                 let bytes = r.take(len, "text value")?;
-                Value::Text(std::str::from_utf8(bytes).map_err(|e| DecodeError::Invalid(format!("text value: {e}")))?.to_string())
+                Value::Text(
+                    std::str::from_utf8(bytes)
+                        .map_err(|e| DecodeError::Invalid(format!("text value: {e}")))?
+                        .to_string(),
+                )
             }
-            b'b' => return Err(DecodeError::Invalid("binary tuple values (the relay asks for text)".into())),
-            other => return Err(DecodeError::Invalid(format!("unknown tuple value kind {other:#x}"))),
+            b'b' => {
+                return Err(DecodeError::Invalid(
+                    "binary tuple values (the relay asks for text)".into(),
+                ))
+            }
+            other => {
+                return Err(DecodeError::Invalid(format!(
+                    "unknown tuple value kind {other:#x}"
+                )))
+            }
         });
     }
     Ok(values)
@@ -173,11 +206,15 @@ impl<'a> Row<'a> {
             .columns
             .iter()
             .position(|c| c == column)
-            .ok_or_else(|| DecodeError::Invalid(format!("{} has no column {column}", self.relation.name)))?;
+            .ok_or_else(|| {
+                DecodeError::Invalid(format!("{} has no column {column}", self.relation.name))
+            })?;
         match &self.values[i] {
             Value::Text(s) => Ok(s),
             Value::Null => Err(DecodeError::Invalid(format!("column {column} is NULL"))),
-            Value::Unchanged => Err(DecodeError::Invalid(format!("column {column} came as an unchanged TOAST value"))),
+            Value::Unchanged => Err(DecodeError::Invalid(format!(
+                "column {column} came as an unchanged TOAST value"
+            ))),
         }
     }
 
@@ -186,7 +223,8 @@ impl<'a> Row<'a> {
         T::Err: std::fmt::Display,
     {
         let text = self.text(column)?;
-        text.parse().map_err(|e| DecodeError::Invalid(format!("column {column} = {text:?}: {e}")))
+        text.parse()
+            .map_err(|e| DecodeError::Invalid(format!("column {column} = {text:?}: {e}")))
     }
 }
 
@@ -233,13 +271,20 @@ pub(crate) mod tests {
 
     #[test]
     fn relation_and_insert_decode_and_read_by_name() {
-        let Message::Relation(rel) = decode(&relation_message(7, "t", &["a", "b", "c"])).unwrap() else {
+        let Message::Relation(rel) = decode(&relation_message(7, "t", &["a", "b", "c"])).unwrap()
+        else {
             panic!("not a relation");
         };
-        assert_eq!((rel.id, rel.namespace.as_str(), rel.name.as_str()), (7, "public", "t"));
+        assert_eq!(
+            (rel.id, rel.namespace.as_str(), rel.name.as_str()),
+            (7, "public", "t")
+        );
         let mut rels = Relations::default();
         rels.learn(rel);
-        let Message::Insert { relation_id, values } = decode(&insert_message(7, &[Some("1"), None, Some("héllo")])).unwrap()
+        let Message::Insert {
+            relation_id,
+            values,
+        } = decode(&insert_message(7, &[Some("1"), None, Some("héllo")])).unwrap()
         else {
             panic!("not an insert");
         };
@@ -253,11 +298,19 @@ pub(crate) mod tests {
     #[test]
     fn other_messages_pass_and_garbage_is_an_error() {
         assert_eq!(decode(b"Yxyz").unwrap(), Message::Other(b'Y'));
-        assert_eq!(decode(b"").unwrap_err(), DecodeError::Truncated("message tag"));
+        assert_eq!(
+            decode(b"").unwrap_err(),
+            DecodeError::Truncated("message tag")
+        );
         let mut truncated = insert_message(7, &[Some("12345")]);
         truncated.truncate(truncated.len() - 2);
         assert!(decode(&truncated).is_err());
-        let rel = Relation { id: 1, namespace: "p".into(), name: "t".into(), columns: vec!["a".into()] };
+        let rel = Relation {
+            id: 1,
+            namespace: "p".into(),
+            name: "t".into(),
+            columns: vec!["a".into()],
+        };
         assert!(Row::new(&rel, vec![]).is_err());
     }
 }

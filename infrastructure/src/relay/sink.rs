@@ -3,9 +3,9 @@
 //! acknowledged every record up to it, so what the sink has not acknowledged is read again after a
 //! crash (a sink may see duplicates, never gaps).
 
+use application::fanout::LogRecord;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use application::fanout::LogRecord;
 use thiserror::Error;
 
 #[derive(Debug, Error, Clone)]

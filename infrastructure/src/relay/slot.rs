@@ -9,11 +9,17 @@ use super::error::RelayError;
 /// A slot name Postgres accepts; it is also spliced into `START_REPLICATION`, so nothing else may
 /// pass.
 pub fn valid_slot_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 63 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 pub async fn prepare(conn: &mut PgConnection, slot: &str) -> Result<(), RelayError> {
-    let wal_level: String = sqlx::query_scalar("SELECT current_setting('wal_level')").fetch_one(&mut *conn).await?;
+    let wal_level: String = sqlx::query_scalar("SELECT current_setting('wal_level')")
+        .fetch_one(&mut *conn)
+        .await?;
     if wal_level != "logical" {
         return Err(RelayError::Fatal(format!(
             "Postgres runs with wal_level={wal_level}, but the relay streams the log by logical replication and needs \
@@ -21,12 +27,15 @@ pub async fn prepare(conn: &mut PgConnection, slot: &str) -> Result<(), RelayErr
              (RPCs and updates.getDifference work as usual)"
         )));
     }
-    let published: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)")
-        .bind(PUBLICATION)
-        .fetch_one(&mut *conn)
-        .await?;
+    let published: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)")
+            .bind(PUBLICATION)
+            .fetch_one(&mut *conn)
+            .await?;
     if !published {
-        return Err(RelayError::Fatal(format!("publication {PUBLICATION} is missing: run `ptslog migrate`")));
+        return Err(RelayError::Fatal(format!(
+            "publication {PUBLICATION} is missing: run `ptslog migrate`"
+        )));
     }
     let existing: Option<(Option<String>, Option<String>, String)> = sqlx::query_as(
         "SELECT d.datname::text, s.plugin::text, s.slot_type FROM pg_replication_slots s \
@@ -35,7 +44,9 @@ pub async fn prepare(conn: &mut PgConnection, slot: &str) -> Result<(), RelayErr
     .bind(slot)
     .fetch_optional(&mut *conn)
     .await?;
-    let here: String = sqlx::query_scalar("SELECT current_database()::text").fetch_one(&mut *conn).await?;
+    let here: String = sqlx::query_scalar("SELECT current_database()::text")
+        .fetch_one(&mut *conn)
+        .await?;
     match existing {
         None => {
             let created = sqlx::query("SELECT pg_create_logical_replication_slot($1, 'pgoutput')")
@@ -48,8 +59,14 @@ pub async fn prepare(conn: &mut PgConnection, slot: &str) -> Result<(), RelayErr
                     Ok(())
                 }
                 // Created by someone else meanwhile: checked again on the next attempt.
-                Err(e) if e.as_database_error().and_then(|d| d.code()).is_some_and(|c| c == "42710") => {
-                    Err(RelayError::Transient(format!("replication slot {slot} appeared while creating it")))
+                Err(e)
+                    if e.as_database_error()
+                        .and_then(|d| d.code())
+                        .is_some_and(|c| c == "42710") =>
+                {
+                    Err(RelayError::Transient(format!(
+                        "replication slot {slot} appeared while creating it"
+                    )))
                 }
                 Err(e) => Err(e.into()),
             }

@@ -89,7 +89,11 @@ fn now_micros() -> i64 {
 impl RelayStatus {
     /// A status for a relay whose sink is of this kind (`"kafka"`, `"local"`, or `"none"`).
     pub fn new(sink: &'static str) -> Self {
-        let broker = if sink == "kafka" { BrokerState::Unknown } else { BrokerState::None };
+        let broker = if sink == "kafka" {
+            BrokerState::Unknown
+        } else {
+            BrokerState::None
+        };
         Self {
             role: AtomicU8::new(Role::Off as u8),
             broker: AtomicU8::new(broker as u8),
@@ -112,7 +116,10 @@ impl RelayStatus {
         self.role.store(role as u8, Ordering::Relaxed);
         if role != Role::Leader {
             // Lag is the leader's to report; a standby's old figures would mislead.
-            self.wal_end.store(self.confirmed_lsn.load(Ordering::Relaxed), Ordering::Relaxed);
+            self.wal_end.store(
+                self.confirmed_lsn.load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
             self.unconfirmed_since_micros.store(0, Ordering::Relaxed);
         }
     }
@@ -132,7 +139,10 @@ impl RelayStatus {
     }
 
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn session_started(&self) {
@@ -149,15 +159,22 @@ impl RelayStatus {
 
     /// A transaction committed at `commit_micros` was read and waits for its acknowledgement.
     pub fn read_transaction(&self, commit_micros: i64) {
-        let _ = self.unconfirmed_since_micros.compare_exchange(0, commit_micros, Ordering::Relaxed, Ordering::Relaxed);
+        let _ = self.unconfirmed_since_micros.compare_exchange(
+            0,
+            commit_micros,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
 
     /// Everything up to `lsn` is in the sink; `oldest_pending_micros` is the commit time of the
     /// oldest transaction still waiting (0: none).
     pub fn confirmed(&self, lsn: Lsn, oldest_pending_micros: i64) {
-        self.confirmed_lsn.fetch_max(lsn.as_u64(), Ordering::Relaxed);
+        self.confirmed_lsn
+            .fetch_max(lsn.as_u64(), Ordering::Relaxed);
         self.wal_end.fetch_max(lsn.as_u64(), Ordering::Relaxed);
-        self.unconfirmed_since_micros.store(oldest_pending_micros, Ordering::Relaxed);
+        self.unconfirmed_since_micros
+            .store(oldest_pending_micros, Ordering::Relaxed);
     }
 
     pub fn produced(&self, records: u64) {
@@ -173,7 +190,9 @@ impl RelayStatus {
     }
 
     pub fn lag_bytes(&self) -> u64 {
-        self.wal_end.load(Ordering::Relaxed).saturating_sub(self.confirmed_lsn.load(Ordering::Relaxed))
+        self.wal_end
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.confirmed_lsn.load(Ordering::Relaxed))
     }
 
     pub fn lag_seconds(&self) -> f64 {

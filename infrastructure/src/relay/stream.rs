@@ -30,9 +30,15 @@ fn classify(e: PgWireError) -> RelayError {
     let text = format!("replication: {e}");
     let fatal = match &e {
         PgWireError::Auth(_) | PgWireError::Tls(_) => true,
-        PgWireError::Server(msg) => ["SQLSTATE 42501", "SQLSTATE 28000", "SQLSTATE 28P01", "SQLSTATE 53400", "SQLSTATE 42704"]
-            .iter()
-            .any(|code| msg.contains(code)),
+        PgWireError::Server(msg) => [
+            "SQLSTATE 42501",
+            "SQLSTATE 28000",
+            "SQLSTATE 28P01",
+            "SQLSTATE 53400",
+            "SQLSTATE 42704",
+        ]
+        .iter()
+        .any(|code| msg.contains(code)),
         _ => false,
     };
     if fatal {
@@ -57,7 +63,9 @@ pub async fn run(
     status: &RelayStatus,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<(), RelayError> {
-    sink.reset().await.map_err(|e| RelayError::Transient(format!("sink: {e}")))?;
+    sink.reset()
+        .await
+        .map_err(|e| RelayError::Transient(format!("sink: {e}")))?;
     let config = replication_config(database_url, slot).map_err(RelayError::Fatal)?;
     let mut client = ReplicationClient::connect(config).await.map_err(classify)?;
     client.wait_started().await.map_err(classify)?;

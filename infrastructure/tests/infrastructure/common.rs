@@ -7,8 +7,8 @@ use std::str::FromStr;
 
 use application::ports::{Accounts, Origin, Store};
 use domain::events::{
-    ClearHistory, DeleteMessages, EditMessage, NewMessage, PeerBlocked, ReadHistoryInbox, ReadHistoryOutbox,
-    ReadMessageContents, UserEvent,
+    ClearHistory, DeleteMessages, EditMessage, NewMessage, PeerBlocked, ReadHistoryInbox,
+    ReadHistoryOutbox, ReadMessageContents, UserEvent,
 };
 use domain::message::OwnerMessage;
 use domain::{BoxId, MessageId, UserId};
@@ -17,7 +17,8 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, Executor, PgConnection, PgPool};
 
 pub fn database_url() -> String {
-    std::env::var("PTSLOG_TEST_DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    std::env::var("PTSLOG_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
 pub fn redis_url() -> String {
@@ -49,9 +50,13 @@ impl TestDb {
 
     async fn create(clause: &str) -> TestDb {
         let admin = PgConnectOptions::from_str(&database_url()).expect("database url");
-        let mut conn = PgConnection::connect_with(&admin).await.expect("connect to the test server");
+        let mut conn = PgConnection::connect_with(&admin)
+            .await
+            .expect("connect to the test server");
         let name = format!("ptslog_it_{:016x}", rand::random::<u64>());
-        conn.execute(format!("CREATE DATABASE {name} {clause}").as_str()).await.expect("create database");
+        conn.execute(format!("CREATE DATABASE {name} {clause}").as_str())
+            .await
+            .expect("create database");
         let _ = conn.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(12)
@@ -60,16 +65,29 @@ impl TestDb {
             .expect("connect to the test database");
         let store = PgStore::new(pool.clone());
         let accounts = PgAccounts::new(pool.clone());
-        TestDb { pool, store, accounts, name, admin }
+        TestDb {
+            pool,
+            store,
+            accounts,
+            name,
+            admin,
+        }
     }
 
     pub async fn another_pool(&self) -> PgPool {
-        PgPoolOptions::new().max_connections(2).connect_with(Self::options(&self.admin, &self.name)).await.expect("pool")
+        PgPoolOptions::new()
+            .max_connections(2)
+            .connect_with(Self::options(&self.admin, &self.name))
+            .await
+            .expect("pool")
     }
 
     /// A throwaway database need not wait for its commits to reach the disk.
     fn options(admin: &PgConnectOptions, name: &str) -> PgConnectOptions {
-        admin.clone().database(name).options([("synchronous_commit", "off")])
+        admin
+            .clone()
+            .database(name)
+            .options([("synchronous_commit", "off")])
     }
 
     /// Best effort: a failed test leaves its database behind (ptslog_it_*, safe to drop).
@@ -77,7 +95,8 @@ impl TestDb {
         self.pool.close().await;
         let dropped = async {
             let mut conn = PgConnection::connect_with(&self.admin).await?;
-            conn.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str()).await?;
+            conn.execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str())
+                .await?;
             conn.close().await
         };
         if let Err(e) = dropped.await {
@@ -86,22 +105,31 @@ impl TestDb {
     }
 
     pub async fn user(&self, phone: &str) -> UserId {
-        self.accounts.login(phone, "Test", phone).await.expect("login").0.id
+        self.accounts
+            .login(phone, "Test", phone)
+            .await
+            .expect("login")
+            .0
+            .id
     }
 
     /// Every row of a table, as JSON text, in key order.
     pub async fn snapshot(&self, table: &str, order: &str) -> Vec<String> {
-        sqlx::query_scalar(&format!("SELECT to_jsonb(t)::text FROM {table} t ORDER BY {order}"))
-            .fetch_all(&self.pool)
-            .await
-            .expect("snapshot")
+        sqlx::query_scalar(&format!(
+            "SELECT to_jsonb(t)::text FROM {table} t ORDER BY {order}"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .expect("snapshot")
     }
 
     pub async fn snapshot_all(&self) -> Vec<Vec<String>> {
         vec![
-            self.snapshot("message_boxes", "owner_user_id, box_id").await,
+            self.snapshot("message_boxes", "owner_user_id, box_id")
+                .await,
             self.snapshot("dialogs", "user_id, peer_user_id").await,
-            self.snapshot("contact_blocks", "owner_user_id, blocked_user_id").await,
+            self.snapshot("contact_blocks", "owner_user_id, blocked_user_id")
+                .await,
         ]
     }
 }
@@ -111,7 +139,11 @@ impl TestDb {
 /// either suite may create it and both share it.
 async fn template() -> String {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../migrations");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).expect("migrations dir").filter_map(Result::ok).map(|e| e.path()).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("migrations dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
     files.sort();
     let mut h = DefaultHasher::new();
     for f in &files {
@@ -119,16 +151,28 @@ async fn template() -> String {
     }
     let name = format!("ptslog_tpl_{:016x}", h.finish());
     let admin = PgConnectOptions::from_str(&database_url()).expect("database url");
-    let mut conn = PgConnection::connect_with(&admin).await.expect("connect to the test server");
-    sqlx::query("SELECT pg_advisory_lock(8675309)").execute(&mut conn).await.expect("template lock");
-    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-        .bind(&name)
-        .fetch_one(&mut conn)
+    let mut conn = PgConnection::connect_with(&admin)
         .await
-        .expect("look for the template");
+        .expect("connect to the test server");
+    sqlx::query("SELECT pg_advisory_lock(8675309)")
+        .execute(&mut conn)
+        .await
+        .expect("template lock");
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+            .bind(&name)
+            .fetch_one(&mut conn)
+            .await
+            .expect("look for the template");
     if !exists {
-        conn.execute(format!("CREATE DATABASE {name}").as_str()).await.expect("create the template");
-        let pool = PgPoolOptions::new().max_connections(1).connect_with(admin.clone().database(&name)).await.expect("pool");
+        conn.execute(format!("CREATE DATABASE {name}").as_str())
+            .await
+            .expect("create the template");
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with(admin.clone().database(&name))
+            .await
+            .expect("pool");
         let migrated = infrastructure::migrate(&pool).await;
         pool.close().await;
         if let Err(e) = migrated {
@@ -144,7 +188,15 @@ pub fn bx(id: i32) -> BoxId {
     BoxId::new(id).expect("box id")
 }
 
-pub fn message(id: BoxId, message_id: MessageId, peer: UserId, from: UserId, out: bool, date: i32, text: &str) -> OwnerMessage {
+pub fn message(
+    id: BoxId,
+    message_id: MessageId,
+    peer: UserId,
+    from: UserId,
+    out: bool,
+    date: i32,
+    text: &str,
+) -> OwnerMessage {
     OwnerMessage {
         id,
         message_id,
@@ -191,42 +243,83 @@ pub async fn send_with(
     let mut mine = message(sender_box, message_id, to, from, true, date, text);
     mine.random_id = Some(rand::random::<i64>() | 1);
     edit(&mut mine);
-    tx.append(from, UserEvent::NewMessage(NewMessage { message: mine }), Origin::default()).await.expect("append");
+    tx.append(
+        from,
+        UserEvent::NewMessage(NewMessage { message: mine }),
+        Origin::default(),
+    )
+    .await
+    .expect("append");
     let recipient_box = if from == to {
         sender_box
     } else {
         let b = tx.next_box_id(to).expect("box");
         let mut theirs = message(b, message_id, from, from, false, date, text);
         edit(&mut theirs);
-        tx.append(to, UserEvent::NewMessage(NewMessage { message: theirs }), Origin::default()).await.expect("append");
+        tx.append(
+            to,
+            UserEvent::NewMessage(NewMessage { message: theirs }),
+            Origin::default(),
+        )
+        .await
+        .expect("append");
         b
     };
     tx.commit().await.expect("commit");
-    Sent { message_id, sender_box, recipient_box }
+    Sent {
+        message_id,
+        sender_box,
+        recipient_box,
+    }
 }
 
 /// Edits every box of a shared message (sender's and recipient's).
-pub async fn edit(store: &PgStore, users: [UserId; 2], message_id: MessageId, text: &str, date: i32) {
+pub async fn edit(
+    store: &PgStore,
+    users: [UserId; 2],
+    message_id: MessageId,
+    text: &str,
+    date: i32,
+) {
     let mut tx = store.begin().await.expect("begin");
     tx.lock_users(&users).await.expect("lock");
     let mut owners = users.to_vec();
     owners.dedup();
     for owner in owners {
-        if let Some(mut m) = tx.message_by_shared_id(owner, message_id).await.expect("read") {
+        if let Some(mut m) = tx
+            .message_by_shared_id(owner, message_id)
+            .await
+            .expect("read")
+        {
             m.text = text.into();
             m.edit_date = Some(date);
-            tx.append(owner, UserEvent::EditMessage(EditMessage { message: m }), Origin::default()).await.expect("append");
+            tx.append(
+                owner,
+                UserEvent::EditMessage(EditMessage { message: m }),
+                Origin::default(),
+            )
+            .await
+            .expect("append");
         }
     }
     tx.commit().await.expect("commit");
 }
 
-pub async fn delete(store: &PgStore, owner: UserId, ids: Vec<BoxId>, clear_history: Option<ClearHistory>) {
+pub async fn delete(
+    store: &PgStore,
+    owner: UserId,
+    ids: Vec<BoxId>,
+    clear_history: Option<ClearHistory>,
+) {
     let mut tx = store.begin().await.expect("begin");
     tx.lock_users(&[owner]).await.expect("lock");
-    tx.append(owner, UserEvent::DeleteMessages(DeleteMessages { ids, clear_history }), Origin::default())
-        .await
-        .expect("append");
+    tx.append(
+        owner,
+        UserEvent::DeleteMessages(DeleteMessages { ids, clear_history }),
+        Origin::default(),
+    )
+    .await
+    .expect("append");
     tx.commit().await.expect("commit");
 }
 
@@ -234,20 +327,38 @@ pub async fn delete(store: &PgStore, owner: UserId, ids: Vec<BoxId>, clear_histo
 pub async fn read_history(store: &PgStore, reader: UserId, peer: UserId, max_id: BoxId, date: i32) {
     let mut tx = store.begin().await.expect("begin");
     tx.lock_users(&[reader, peer]).await.expect("lock");
-    let newest = tx.newest_incoming_at_or_below(reader, peer, max_id.get()).await.expect("read");
-    let still_unread_count = tx.incoming_after(reader, peer, max_id.get()).await.expect("read");
+    let newest = tx
+        .newest_incoming_at_or_below(reader, peer, max_id.get())
+        .await
+        .expect("read");
+    let still_unread_count = tx
+        .incoming_after(reader, peer, max_id.get())
+        .await
+        .expect("read");
     tx.append(
         reader,
-        UserEvent::ReadHistoryInbox(ReadHistoryInbox { peer_id: peer, max_id, still_unread_count }),
+        UserEvent::ReadHistoryInbox(ReadHistoryInbox {
+            peer_id: peer,
+            max_id,
+            still_unread_count,
+        }),
         Origin::default(),
     )
     .await
     .expect("append");
     if let Some(m) = newest {
-        if let Some(theirs) = tx.message_by_shared_id(peer, m.message_id).await.expect("read") {
+        if let Some(theirs) = tx
+            .message_by_shared_id(peer, m.message_id)
+            .await
+            .expect("read")
+        {
             tx.append(
                 peer,
-                UserEvent::ReadHistoryOutbox(ReadHistoryOutbox { peer_id: reader, max_id: theirs.id, date }),
+                UserEvent::ReadHistoryOutbox(ReadHistoryOutbox {
+                    peer_id: reader,
+                    max_id: theirs.id,
+                    date,
+                }),
                 Origin::default(),
             )
             .await
@@ -260,21 +371,42 @@ pub async fn read_history(store: &PgStore, reader: UserId, peer: UserId, max_id:
 pub async fn read_contents(store: &PgStore, owner: UserId, ids: Vec<BoxId>, date: i32) {
     let mut tx = store.begin().await.expect("begin");
     tx.lock_users(&[owner]).await.expect("lock");
-    tx.append(owner, UserEvent::ReadMessageContents(ReadMessageContents { ids, date }), Origin::default())
-        .await
-        .expect("append");
+    tx.append(
+        owner,
+        UserEvent::ReadMessageContents(ReadMessageContents { ids, date }),
+        Origin::default(),
+    )
+    .await
+    .expect("append");
     tx.commit().await.expect("commit");
 }
 
 pub async fn block(store: &PgStore, owner: UserId, peer: UserId, blocked: bool, date: i32) {
     let mut tx = store.begin().await.expect("begin");
     tx.lock_users(&[owner]).await.expect("lock");
-    tx.append(owner, UserEvent::PeerBlocked(PeerBlocked { peer_id: peer, blocked, date }), Origin::default())
-        .await
-        .expect("append");
+    tx.append(
+        owner,
+        UserEvent::PeerBlocked(PeerBlocked {
+            peer_id: peer,
+            blocked,
+            date,
+        }),
+        Origin::default(),
+    )
+    .await
+    .expect("append");
     tx.commit().await.expect("commit");
 }
 
-pub async fn dialog(store: &PgStore, owner: UserId, peer: UserId) -> Option<application::ports::DialogRecord> {
-    store.dialogs_of_peers(owner, &[peer]).await.expect("dialogs").into_iter().next()
+pub async fn dialog(
+    store: &PgStore,
+    owner: UserId,
+    peer: UserId,
+) -> Option<application::ports::DialogRecord> {
+    store
+        .dialogs_of_peers(owner, &[peer])
+        .await
+        .expect("dialogs")
+        .into_iter()
+        .next()
 }

@@ -54,5 +54,9 @@ async fn unreachable_redis_fails_open_quickly() {
     for _ in 0..5 {
         assert_eq!(limiter.check_send(user, 1).await, Ok(()));
     }
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
 }

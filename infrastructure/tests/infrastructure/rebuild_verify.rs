@@ -15,10 +15,19 @@ async fn random_history(db: &TestDb, users: &[UserId], seed: u64, steps: usize) 
         let from = users[rng.gen_range(0..users.len())];
         let to = users[rng.gen_range(0..users.len())];
         match rng.gen_range(0..10) {
-            0..=3 => sent.push((from, to, send(&db.store, from, to, "random text", date).await)),
-            4 => {
-                sent.push((from, to, send_with(&db.store, from, to, "with media", date, |m| m.media_unread = true).await))
-            }
+            0..=3 => sent.push((
+                from,
+                to,
+                send(&db.store, from, to, "random text", date).await,
+            )),
+            4 => sent.push((
+                from,
+                to,
+                send_with(&db.store, from, to, "with media", date, |m| {
+                    m.media_unread = true
+                })
+                .await,
+            )),
             5 if !sent.is_empty() => {
                 let (f, t, s) = sent[rng.gen_range(0..sent.len())];
                 edit(&db.store, [f, t], s.message_id, "edited", date).await;
@@ -54,13 +63,31 @@ async fn random_history(db: &TestDb, users: &[UserId], seed: u64, steps: usize) 
     let mut tx = db.store.begin().await.unwrap();
     let ids = tx.newest_ids(b, c, 0, 1000).await.unwrap();
     drop(tx);
-    delete(&db.store, b, ids, Some(ClearHistory { peer_id: c, just_clear: true })).await;
+    delete(
+        &db.store,
+        b,
+        ids,
+        Some(ClearHistory {
+            peer_id: c,
+            just_clear: true,
+        }),
+    )
+    .await;
     // And one cleared chat, removed, so removal is replayed too.
     let (a, b) = (users[0], users[1]);
     let mut tx = db.store.begin().await.unwrap();
     let ids = tx.newest_ids(a, b, 0, 1000).await.unwrap();
     drop(tx);
-    delete(&db.store, a, ids, Some(ClearHistory { peer_id: b, just_clear: false })).await;
+    delete(
+        &db.store,
+        a,
+        ids,
+        Some(ClearHistory {
+            peer_id: b,
+            just_clear: false,
+        }),
+    )
+    .await;
 }
 
 /// One database: rebuilding reproduces the live read models, verifying finds nothing, then finds
@@ -68,12 +95,19 @@ async fn random_history(db: &TestDb, users: &[UserId], seed: u64, steps: usize) 
 #[tokio::test]
 async fn rebuild_and_verify() {
     let db = TestDb::new().await;
-    let users = [db.user("+500").await, db.user("+501").await, db.user("+502").await];
+    let users = [
+        db.user("+500").await,
+        db.user("+501").await,
+        db.user("+502").await,
+    ];
     random_history(&db, &users, 7, 120).await;
     let before = db.snapshot_all().await;
     assert!(!before[0].is_empty() && !before[1].is_empty() && !before[2].is_empty());
 
-    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events").fetch_one(&db.pool).await.unwrap();
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
     let report = projections::rebuild_all(&db.pool).await.unwrap();
     assert_eq!(report.events_applied, events as u64);
     assert_eq!(db.snapshot_all().await, before);
@@ -124,12 +158,44 @@ async fn rebuild_and_verify() {
     let all = report.differences.join("\n");
     assert_eq!(report.total_differences, 6, "{all}");
     assert!(all.contains("unread_count: live"), "{all}");
-    assert!(all.contains(&format!("dialogs (user_id={}", users[0])), "{all}");
-    assert!(all.contains(&format!("message_boxes (owner_user_id={}, box_id=1): allocated but missing", users[2])), "{all}");
-    assert!(all.contains(&format!("message_boxes (owner_user_id={}, box_id=1): missing from the live table", users[2])), "{all}");
-    assert!(all.contains("contact_blocks") && all.contains("only in the live table"), "{all}");
-    assert!(all.contains(&format!("pts={}): starts at {} but the previous event ends at {last}", last + 3, last + 2)), "{all}");
-    assert!(all.contains(&format!("user_sequences (user_id={}): pts {last} but the log ends at {}", users[1], last + 3)), "{all}");
+    assert!(
+        all.contains(&format!("dialogs (user_id={}", users[0])),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!(
+            "message_boxes (owner_user_id={}, box_id=1): allocated but missing",
+            users[2]
+        )),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!(
+            "message_boxes (owner_user_id={}, box_id=1): missing from the live table",
+            users[2]
+        )),
+        "{all}"
+    );
+    assert!(
+        all.contains("contact_blocks") && all.contains("only in the live table"),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!(
+            "pts={}): starts at {} but the previous event ends at {last}",
+            last + 3,
+            last + 2
+        )),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!(
+            "user_sequences (user_id={}): pts {last} but the log ends at {}",
+            users[1],
+            last + 3
+        )),
+        "{all}"
+    );
     // Verifying rolled its replay back: the live tables are as they were.
     assert_eq!(db.snapshot_all().await, live);
 
@@ -137,6 +203,10 @@ async fn rebuild_and_verify() {
     projections::rebuild_all(&db.pool).await.unwrap();
     let report = projections::verify(&db.pool).await.unwrap();
     assert_eq!(report.total_differences, 2, "{:?}", report.differences);
-    assert!(report.differences.iter().all(|d| d.starts_with("user_")), "{:?}", report.differences);
+    assert!(
+        report.differences.iter().all(|d| d.starts_with("user_")),
+        "{:?}",
+        report.differences
+    );
     db.drop().await;
 }

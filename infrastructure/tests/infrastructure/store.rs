@@ -18,7 +18,11 @@ async fn store_reads() {
 }
 
 async fn history_windows(db: &TestDb) {
-    let (a, b, c) = (db.user("+600").await, db.user("+601").await, db.user("+602").await);
+    let (a, b, c) = (
+        db.user("+600").await,
+        db.user("+601").await,
+        db.user("+602").await,
+    );
     // Boxes 1..=30 with b, dated 100, 110, ...; then one with c (box 31).
     for i in 0..30 {
         send(&db.store, a, b, &format!("message {i}"), 100 + 10 * i).await;
@@ -51,7 +55,11 @@ async fn history_windows(db: &TestDb) {
 }
 
 async fn search_escapes_and_windows(db: &TestDb) {
-    let (a, b, c) = (db.user("+610").await, db.user("+611").await, db.user("+612").await);
+    let (a, b, c) = (
+        db.user("+610").await,
+        db.user("+611").await,
+        db.user("+612").await,
+    );
     send(&db.store, a, b, "100% sure", 1).await; // 1
     send(&db.store, a, b, "1000 sure", 2).await; // 2
     send(&db.store, a, c, "Sure thing", 3).await; // 3
@@ -64,7 +72,10 @@ async fn search_escapes_and_windows(db: &TestDb) {
     let s = |peer, q: &'static str, w: HistoryWindow| {
         let store = db.store.clone();
         async move {
-            let filter = SearchFilter { peer, ..SearchFilter::default() };
+            let filter = SearchFilter {
+                peer,
+                ..SearchFilter::default()
+            };
             let (page, count) = store.search(a, &filter, q, &w).await.unwrap();
             (ids(&page), count)
         }
@@ -75,15 +86,51 @@ async fn search_escapes_and_windows(db: &TestDb) {
     assert_eq!(s(None, "e_c", w).await, (vec![4], 1));
     assert_eq!(s(None, "k\\s", w).await, (vec![6], 1));
     // Sender and date bounds narrow the match itself, so the count is exact.
-    let by_sender = |from| SearchFilter { from: Some(from), ..SearchFilter::default() };
-    assert_eq!(ids(&db.store.search(a, &by_sender(a), "sure", &w).await.unwrap().0), vec![3, 2, 1]);
-    assert_eq!(db.store.search(a, &by_sender(b), "sure", &w).await.unwrap().1, 0);
-    let future = SearchFilter { min_date: i32::MAX - 1, ..SearchFilter::default() };
-    assert_eq!(db.store.search(a, &future, "sure", &w).await.unwrap(), (vec![], 0));
-    assert_eq!(s(None, "sure", HistoryWindow::new(3, 0, 0, 20, 0, 0)).await, (vec![2, 1], 3));
-    assert_eq!(s(None, "sure", HistoryWindow::new(2, 0, -1, 20, 0, 0)).await, (vec![2, 1], 3));
-    assert_eq!(s(None, "sure", HistoryWindow::new(0, 3, 0, 20, 0, 0)).await, (vec![2, 1], 3));
-    assert_eq!(s(None, "sure", HistoryWindow::new(0, 0, 0, 20, 3, 1)).await, (vec![2], 3));
+    let by_sender = |from| SearchFilter {
+        from: Some(from),
+        ..SearchFilter::default()
+    };
+    assert_eq!(
+        ids(&db
+            .store
+            .search(a, &by_sender(a), "sure", &w)
+            .await
+            .unwrap()
+            .0),
+        vec![3, 2, 1]
+    );
+    assert_eq!(
+        db.store
+            .search(a, &by_sender(b), "sure", &w)
+            .await
+            .unwrap()
+            .1,
+        0
+    );
+    let future = SearchFilter {
+        min_date: i32::MAX - 1,
+        ..SearchFilter::default()
+    };
+    assert_eq!(
+        db.store.search(a, &future, "sure", &w).await.unwrap(),
+        (vec![], 0)
+    );
+    assert_eq!(
+        s(None, "sure", HistoryWindow::new(3, 0, 0, 20, 0, 0)).await,
+        (vec![2, 1], 3)
+    );
+    assert_eq!(
+        s(None, "sure", HistoryWindow::new(2, 0, -1, 20, 0, 0)).await,
+        (vec![2, 1], 3)
+    );
+    assert_eq!(
+        s(None, "sure", HistoryWindow::new(0, 3, 0, 20, 0, 0)).await,
+        (vec![2, 1], 3)
+    );
+    assert_eq!(
+        s(None, "sure", HistoryWindow::new(0, 0, 0, 20, 3, 1)).await,
+        (vec![2], 3)
+    );
 }
 
 async fn dialog_pages_follow_the_list_order(db: &TestDb) {
@@ -98,18 +145,40 @@ async fn dialog_pages_follow_the_list_order(db: &TestDb) {
         send(&db.store, *p, a, "hi", date).await;
     }
     let all = db.store.dialogs_page(a, 0, None, 10).await.unwrap();
-    let order: Vec<(i32, i32)> = all.iter().map(|d| (d.top_message_date, d.top_message)).collect();
-    assert_eq!(order, vec![(504, 5), (502, 4), (502, 3), (501, 2), (500, 1)]);
+    let order: Vec<(i32, i32)> = all
+        .iter()
+        .map(|d| (d.top_message_date, d.top_message))
+        .collect();
+    assert_eq!(
+        order,
+        vec![(504, 5), (502, 4), (502, 3), (501, 2), (500, 1)]
+    );
     let first = db.store.dialogs_page(a, 0, None, 2).await.unwrap();
     let last = &first[1];
-    let cursor = DialogCursor { top_message_date: last.top_message_date, top_message: last.top_message, peer_id: last.peer_id.get() };
+    let cursor = DialogCursor {
+        top_message_date: last.top_message_date,
+        top_message: last.top_message,
+        peer_id: last.peer_id.get(),
+    };
     let next = db.store.dialogs_page(a, 0, Some(cursor), 2).await.unwrap();
     assert_eq!(next, all[2..4].to_vec());
-    assert!(db.store.dialogs_page(a, 1, None, 10).await.unwrap().is_empty());
+    assert!(db
+        .store
+        .dialogs_page(a, 1, None, 10)
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(db.store.dialogs_count(a, 0).await.unwrap(), 5);
     let hash = db.store.dialogs_hash_input(a, 0).await.unwrap();
     assert_eq!(hash[0], (peers[4].get(), 5, 504));
     assert_eq!(db.store.unread_total(a).await.unwrap(), 5);
-    let some = db.store.dialogs_of_peers(a, &[peers[2], peers[0]]).await.unwrap();
-    assert_eq!(some.iter().map(|d| d.peer_id).collect::<Vec<_>>(), vec![peers[2], peers[0]]);
+    let some = db
+        .store
+        .dialogs_of_peers(a, &[peers[2], peers[0]])
+        .await
+        .unwrap();
+    assert_eq!(
+        some.iter().map(|d| d.peer_id).collect::<Vec<_>>(),
+        vec![peers[2], peers[0]]
+    );
 }

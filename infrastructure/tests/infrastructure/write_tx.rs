@@ -7,7 +7,11 @@ use domain::{AuthKeyId, Pts, SessionId, UserId};
 use crate::common::{bx, delete, message, send, TestDb};
 
 fn blocked(peer: UserId) -> UserEvent {
-    UserEvent::PeerBlocked(PeerBlocked { peer_id: peer, blocked: true, date: 1 })
+    UserEvent::PeerBlocked(PeerBlocked {
+        peer_id: peer,
+        blocked: true,
+        date: 1,
+    })
 }
 
 /// One database for the checks that only touch their own accounts.
@@ -37,7 +41,11 @@ async fn append_assigns_dense_pts_and_box_ids(db: &TestDb) {
     let shape: Vec<(i32, i32)> = events.iter().map(|e| (e.pts.get(), e.pts_count)).collect();
     assert_eq!(shape, vec![(1, 1), (2, 1), (3, 1), (5, 2)]);
     assert!(events.iter().all(|e| e.date > 1_600_000_000));
-    let tail = db.store.events_after(a, Pts::new(2).unwrap(), 1).await.unwrap();
+    let tail = db
+        .store
+        .events_after(a, Pts::new(2).unwrap(), 1)
+        .await
+        .unwrap();
     assert_eq!(tail.len(), 1);
     assert_eq!(tail[0].pts.get(), 3);
 
@@ -46,17 +54,27 @@ async fn append_assigns_dense_pts_and_box_ids(db: &TestDb) {
     let missing = UserId::new(999_999).unwrap();
     assert_eq!(tx.lock_users(&[b, missing, a]).await.unwrap(), vec![a, b]);
     assert_eq!(tx.current_pts(a).unwrap().get(), 5);
-    let origin = Origin { auth_key_id: AuthKeyId(77), session_id: SessionId(78) };
+    let origin = Origin {
+        auth_key_id: AuthKeyId(77),
+        session_id: SessionId(78),
+    };
     assert_eq!(tx.append(a, blocked(b), origin).await.unwrap().get(), 6);
     assert_eq!(tx.current_pts(a).unwrap().get(), 6);
     // Reads in the transaction see its own appends.
     assert!(tx.is_blocked(a, b).await.unwrap());
     // Unlocked accounts are refused.
-    assert!(matches!(tx.append(missing, blocked(a), origin).await, Err(StoreError::Bug(_))));
+    assert!(matches!(
+        tx.append(missing, blocked(a), origin).await,
+        Err(StoreError::Bug(_))
+    ));
     assert!(matches!(tx.next_box_id(missing), Err(StoreError::Bug(_))));
     assert!(matches!(tx.current_pts(missing), Err(StoreError::Bug(_))));
     tx.commit().await.unwrap();
-    let last = db.store.events_after(a, Pts::new(5).unwrap(), 10).await.unwrap();
+    let last = db
+        .store
+        .events_after(a, Pts::new(5).unwrap(), 10)
+        .await
+        .unwrap();
     assert_eq!(last[0].origin, origin);
 
     // A transaction dropped without commit leaves nothing behind.
@@ -66,11 +84,12 @@ async fn append_assigns_dense_pts_and_box_ids(db: &TestDb) {
     tx.append(a, blocked(b), Origin::default()).await.unwrap();
     drop(tx);
     assert_eq!(db.store.pts(a).await.unwrap().get(), 6);
-    let seq: (i32, i32) = sqlx::query_as("SELECT pts, box_id FROM user_sequences WHERE user_id = $1")
-        .bind(a.get())
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    let seq: (i32, i32) =
+        sqlx::query_as("SELECT pts, box_id FROM user_sequences WHERE user_id = $1")
+            .bind(a.get())
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
     assert_eq!(seq, (6, 3));
 }
 
@@ -79,20 +98,27 @@ async fn lock_users_only_once_with_new_accounts(db: &TestDb) {
     let mut tx = db.store.begin().await.unwrap();
     tx.lock_users(&[a]).await.unwrap();
     assert_eq!(tx.lock_users(&[a]).await.unwrap(), vec![a]);
-    assert!(matches!(tx.lock_users(&[a, b]).await, Err(StoreError::Bug(_))));
+    assert!(matches!(
+        tx.lock_users(&[a, b]).await,
+        Err(StoreError::Bug(_))
+    ));
 }
 
 async fn counters_that_would_overflow_are_exhausted(db: &TestDb) {
     let (a, b) = (db.user("+120").await, db.user("+121").await);
-    sqlx::query("UPDATE user_sequences SET pts = 2147483647, box_id = 2147483647 WHERE user_id = $1")
-        .bind(a.get())
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE user_sequences SET pts = 2147483647, box_id = 2147483647 WHERE user_id = $1",
+    )
+    .bind(a.get())
+    .execute(&db.pool)
+    .await
+    .unwrap();
     let mut tx = db.store.begin().await.unwrap();
     tx.lock_users(&[a]).await.unwrap();
     assert!(matches!(tx.next_box_id(a), Err(StoreError::Exhausted(u)) if u == a));
-    assert!(matches!(tx.append(a, blocked(b), Origin::default()).await, Err(StoreError::Exhausted(u)) if u == a));
+    assert!(
+        matches!(tx.append(a, blocked(b), Origin::default()).await, Err(StoreError::Exhausted(u)) if u == a)
+    );
 }
 
 /// Opposite lock orders from the callers' side are sorted into one order, so 50 rounds of racing
@@ -115,7 +141,12 @@ async fn opposite_lock_orders_do_not_deadlock() {
                     let id = tx.next_box_id(owner)?;
                     let peer = if owner == from { to } else { from };
                     let m = message(id, message_id, peer, from, owner == from, i, "race");
-                    tx.append(owner, UserEvent::NewMessage(NewMessage { message: m }), Origin::default()).await?;
+                    tx.append(
+                        owner,
+                        UserEvent::NewMessage(NewMessage { message: m }),
+                        Origin::default(),
+                    )
+                    .await?;
                 }
                 tx.commit().await
             }));
@@ -126,7 +157,9 @@ async fn opposite_lock_orders_do_not_deadlock() {
         tokio::time::sleep(Duration::from_millis(20)).await;
         projections::rebuild_all(&pool).await
     });
-    let all = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(tasks)).await.expect("no deadlock");
+    let all = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(tasks))
+        .await
+        .expect("no deadlock");
     for r in all {
         r.expect("task").expect("transaction");
     }
@@ -134,7 +167,10 @@ async fn opposite_lock_orders_do_not_deadlock() {
     assert_eq!(db.store.pts(a).await.unwrap().get(), 100);
     assert_eq!(db.store.pts(b).await.unwrap().get(), 100);
     let log = db.store.events_after(a, Pts::ZERO, 1000).await.unwrap();
-    assert_eq!(log.iter().map(|e| e.pts.get()).collect::<Vec<_>>(), (1..=100).collect::<Vec<_>>());
+    assert_eq!(
+        log.iter().map(|e| e.pts.get()).collect::<Vec<_>>(),
+        (1..=100).collect::<Vec<_>>()
+    );
     let report = projections::verify(&db.pool).await.unwrap();
     assert!(report.is_clean(), "{:?}", report.differences);
     assert_eq!(db.store.history_count(a, b).await.unwrap(), 100);

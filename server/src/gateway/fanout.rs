@@ -49,7 +49,11 @@ impl Fanout {
             }
         };
         let frame = push_frame(&stored, &users, &self.keys, committed_at.timestamp_micros());
-        let delivery = Delivery { user_id, pts: record.pts, origin: stored.origin.auth_key_id };
+        let delivery = Delivery {
+            user_id,
+            pts: record.pts,
+            origin: stored.origin.auth_key_id,
+        };
         let report = self.hub.deliver(&delivery, &frame);
         self.metrics.delivered(&report);
     }

@@ -5,7 +5,9 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Upper bounds in seconds: from a millisecond (same-host push) to ten seconds (a relay restart).
-pub const LATENCY_BUCKETS: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+pub const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 
 #[derive(Debug)]
 pub struct Histogram {
@@ -17,12 +19,20 @@ pub struct Histogram {
 
 impl Histogram {
     pub fn new(bounds: &'static [f64]) -> Self {
-        Self { bounds, counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(), sum_micros: AtomicU64::new(0) }
+        Self {
+            bounds,
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_micros: AtomicU64::new(0),
+        }
     }
 
     pub fn observe_micros(&self, micros: u64) {
         let seconds = micros as f64 / 1e6;
-        let i = self.bounds.iter().position(|&b| seconds <= b).unwrap_or(self.bounds.len());
+        let i = self
+            .bounds
+            .iter()
+            .position(|&b| seconds <= b)
+            .unwrap_or(self.bounds.len());
         self.counts[i].fetch_add(1, Ordering::Relaxed);
         self.sum_micros.fetch_add(micros, Ordering::Relaxed);
     }
@@ -36,10 +46,18 @@ impl Histogram {
         let mut cumulative = 0;
         for (i, count) in self.counts.iter().enumerate() {
             cumulative += count.load(Ordering::Relaxed);
-            let le = self.bounds.get(i).map(|b| b.to_string()).unwrap_or_else(|| "+Inf".into());
+            let le = self
+                .bounds
+                .get(i)
+                .map(|b| b.to_string())
+                .unwrap_or_else(|| "+Inf".into());
             let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
         }
-        let _ = writeln!(out, "{name}_sum {}", self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6);
+        let _ = writeln!(
+            out,
+            "{name}_sum {}",
+            self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6
+        );
         let _ = writeln!(out, "{name}_count {cumulative}");
     }
 }

@@ -32,14 +32,17 @@ impl Default for GatewayMetrics {
 
 impl GatewayMetrics {
     pub fn delivered(&self, report: &DeliveryReport) {
-        self.too_long.fetch_add(report.too_long as u64, Ordering::Relaxed);
-        self.duplicates.fetch_add(report.duplicates as u64, Ordering::Relaxed);
+        self.too_long
+            .fetch_add(report.too_long as u64, Ordering::Relaxed);
+        self.duplicates
+            .fetch_add(report.duplicates as u64, Ordering::Relaxed);
     }
 
     pub fn pushed(&self, committed_at_micros: i64) {
         self.pushes.fetch_add(1, Ordering::Relaxed);
         let now = chrono::Utc::now().timestamp_micros();
         // Clocks of different hosts may disagree a little; a negative latency counts as zero.
-        self.push_latency.observe_micros(u64::try_from(now - committed_at_micros).unwrap_or(0));
+        self.push_latency
+            .observe_micros(u64::try_from(now - committed_at_micros).unwrap_or(0));
     }
 }

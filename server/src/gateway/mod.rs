@@ -30,7 +30,17 @@ impl Gateway {
     pub fn new(store: Arc<dyn Store>, keys: AccessHashKey, push_buffer: usize) -> Self {
         let hub = Arc::new(Hub::new());
         let metrics = Arc::new(GatewayMetrics::default());
-        let fanout = Arc::new(Fanout { hub: hub.clone(), users: user_cache::UserCache::new(store), keys, metrics: metrics.clone() });
-        Self { hub, fanout, metrics, push_buffer }
+        let fanout = Arc::new(Fanout {
+            hub: hub.clone(),
+            users: user_cache::UserCache::new(store),
+            keys,
+            metrics: metrics.clone(),
+        });
+        Self {
+            hub,
+            fanout,
+            metrics,
+            push_buffer,
+        }
     }
 }

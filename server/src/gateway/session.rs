@@ -22,7 +22,9 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub async fn run(gateway: Arc<Gateway>, caller: Caller, socket: WebSocket) {
     let (tx, mut rx) = mpsc::channel(gateway.push_buffer + RESERVED_SLOTS);
-    let id = gateway.hub.register(caller.user_id, caller.auth_key_id, DeviceSender(tx));
+    let id = gateway
+        .hub
+        .register(caller.user_id, caller.auth_key_id, DeviceSender(tx));
     tracing::debug!(user_id = %caller.user_id, auth_key_id = caller.auth_key_id.0, "device online");
     let (mut sink, mut stream) = socket.split();
     let mut ping = tokio::time::interval(PING_EVERY);

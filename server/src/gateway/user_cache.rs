@@ -18,7 +18,10 @@ pub struct UserCache {
 
 impl UserCache {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store, entries: Mutex::new(HashMap::new()) }
+        Self {
+            store,
+            entries: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The records of these users that exist, in the order asked.

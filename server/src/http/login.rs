@@ -8,7 +8,10 @@ use super::rpc::parse;
 use super::HttpState;
 
 /// `POST /v1/auth/login`.
-pub async fn login(State(state): State<HttpState>, body: Bytes) -> Result<Json<serde_json::Value>, RpcFailure> {
+pub async fn login(
+    State(state): State<HttpState>,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, RpcFailure> {
     let req: Login = parse(&body)?;
     let result = state.app.login(req).await?;
     Ok(Json(ok(&result)?))

@@ -39,9 +39,14 @@ pub fn router(state: HttpState) -> Router {
 }
 
 /// 200 when the database answers, 503 otherwise.
-async fn healthz(axum::extract::State(state): axum::extract::State<HttpState>) -> (axum::http::StatusCode, &'static str) {
+async fn healthz(
+    axum::extract::State(state): axum::extract::State<HttpState>,
+) -> (axum::http::StatusCode, &'static str) {
     match sqlx::query("SELECT 1").execute(&state.pool).await {
         Ok(_) => (axum::http::StatusCode::OK, "ok"),
-        Err(_) => (axum::http::StatusCode::SERVICE_UNAVAILABLE, "database unavailable"),
+        Err(_) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "database unavailable",
+        ),
     }
 }

@@ -22,18 +22,31 @@ pub struct Ops {
 }
 
 pub fn router(ops: Ops) -> Router {
-    Router::new().route("/metrics", get(metrics)).route("/healthz/relay", get(relay_health)).with_state(ops)
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz/relay", get(relay_health))
+        .with_state(ops)
 }
 
 async fn metrics(State(ops): State<Ops>) -> ([(header::HeaderName, &'static str); 1], String) {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], crate::metrics::render(&ops))
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        crate::metrics::render(&ops),
+    )
 }
 
 /// 200 unless the relay cannot run as configured (503). A standby relay is healthy: another one
 /// leads.
 async fn relay_health(State(ops): State<Ops>) -> (StatusCode, Json<Value>) {
     let relay = ops.relay.health();
-    let status = if relay.role == Role::Failed { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    let status = if relay.role == Role::Failed {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
     let body = json!({
         "relay": relay,
         "consumer": ops.consumer.as_ref().map(|c| c.health()),

@@ -21,7 +21,8 @@ impl From<AppError> for RpcFailure {
 
 impl IntoResponse for RpcFailure {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.error_code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status =
+            StatusCode::from_u16(self.0.error_code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         (status, Json(self.0)).into_response()
     }
 }

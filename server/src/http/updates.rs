@@ -21,7 +21,12 @@ pub async fn updates(
     Query(query): Query<HashMap<String, String>>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let token = bearer_token(&headers).or_else(|| query.get("token").map(|t| t.trim().to_string()).filter(|t| !t.is_empty()));
+    let token = bearer_token(&headers).or_else(|| {
+        query
+            .get("token")
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+    });
     let Some(token) = token else {
         return RpcFailure(RpcError::unauthorized()).into_response();
     };

@@ -15,12 +15,18 @@ pub struct Broker {
 
 /// The tansu binary, if this run has one.
 pub fn tansu() -> Option<PathBuf> {
-    std::env::var_os("PTSLOG_TEST_TANSU").map(PathBuf::from).filter(|p| p.exists())
+    std::env::var_os("PTSLOG_TEST_TANSU")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
 }
 
 impl Broker {
     pub fn start(bin: PathBuf, port: u16) -> Self {
-        let mut broker = Broker { bin, port, child: None };
+        let mut broker = Broker {
+            bin,
+            port,
+            child: None,
+        };
         broker.restart();
         broker
     }
@@ -34,7 +40,15 @@ impl Broker {
         assert!(self.child.is_none(), "broker already running");
         let url = format!("tcp://127.0.0.1:{}", self.port);
         let child = Command::new(&self.bin)
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", "memory://tansu/"])
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+                "--storage-engine",
+                "memory://tansu/",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -49,12 +63,24 @@ impl Broker {
         // The relay creates the topic as well when it finds it missing; whoever comes first wins.
         let topic = infrastructure::kafka::DEFAULT_TOPIC;
         let created = Command::new(&self.bin)
-            .args(["topic", "create", "--broker", &url, "--partitions", "4", topic])
+            .args([
+                "topic",
+                "create",
+                "--broker",
+                &url,
+                "--partitions",
+                "4",
+                topic,
+            ])
             .stdin(Stdio::null())
             .output()
             .expect("tansu topic create");
         if !created.status.success() {
-            let listed = Command::new(&self.bin).args(["topic", "list", "--broker", &url]).stdin(Stdio::null()).output().expect("tansu topic list");
+            let listed = Command::new(&self.bin)
+                .args(["topic", "list", "--broker", &url])
+                .stdin(Stdio::null())
+                .output()
+                .expect("tansu topic list");
             assert!(
                 String::from_utf8_lossy(&listed.stdout).contains(topic),
                 "tansu topic create: {}",

@@ -28,27 +28,41 @@ impl Socket {
     pub async fn connect(base: &str, token: &str, header: bool) -> Socket {
         let ws_base = base.replacen("http://", "ws://", 1);
         let request = if header {
-            let mut r = format!("{ws_base}/v1/updates").into_client_request().expect("request");
-            r.headers_mut().insert("Authorization", format!("Bearer {token}").parse().expect("header"));
+            let mut r = format!("{ws_base}/v1/updates")
+                .into_client_request()
+                .expect("request");
+            r.headers_mut().insert(
+                "Authorization",
+                format!("Bearer {token}").parse().expect("header"),
+            );
             r
         } else {
-            format!("{ws_base}/v1/updates?token={token}").into_client_request().expect("request")
+            format!("{ws_base}/v1/updates?token={token}")
+                .into_client_request()
+                .expect("request")
         };
-        let (ws, _) = tokio_tungstenite::connect_async(request).await.expect("WebSocket connects");
+        let (ws, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .expect("WebSocket connects");
         let frames = Arc::new(Mutex::new(Vec::new()));
         let closed = Arc::new(Mutex::new(None));
         let (f, c) = (frames.clone(), closed.clone());
         let task = tokio::spawn(async move {
             let (mut tx, mut rx) = ws.split();
             // The server must answer pings (clients use them to detect dead connections).
-            let _ = tx.send(Message::Ping(b"are you there".to_vec().into())).await;
+            let _ = tx
+                .send(Message::Ping(b"are you there".to_vec().into()))
+                .await;
             while let Some(msg) = rx.next().await {
                 match msg {
                     Ok(Message::Text(t)) => {
                         let v: Value = serde_json::from_str(&t).expect("frames are JSON");
                         f.lock().unwrap().push(v);
                     }
-                    Ok(Message::Pong(p)) => f.lock().unwrap().push(serde_json::json!({"_": "pong", "data": p.len()})),
+                    Ok(Message::Pong(p)) => f
+                        .lock()
+                        .unwrap()
+                        .push(serde_json::json!({"_": "pong", "data": p.len()})),
                     Ok(Message::Close(frame)) => {
                         *c.lock().unwrap() = Some(format!("{frame:?}"));
                         break;
@@ -61,7 +75,11 @@ impl Socket {
                 }
             }
         });
-        Socket { frames, closed, task }
+        Socket {
+            frames,
+            closed,
+            task,
+        }
     }
 
     /// Every `updates` frame so far, one entry per update.

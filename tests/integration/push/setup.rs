@@ -36,7 +36,10 @@ pub struct System {
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 impl System {
@@ -57,7 +60,11 @@ impl System {
         }
         let mut running = ptslog_server::start(&config).await.expect("server starts");
         running.start_feed(&config).expect("feed starts");
-        let pool = PgPoolOptions::new().max_connections(4).connect(&database_url(&db)).await.expect("test pool");
+        let pool = PgPoolOptions::new()
+            .max_connections(4)
+            .connect(&database_url(&db))
+            .await
+            .expect("test pool");
         let mut system = System {
             mode,
             db,
@@ -108,7 +115,10 @@ impl System {
         match self.mode {
             Mode::InProcess => self.in_process_relay().start(),
             Mode::Kafka => {
-                assert!(self.relay_process.is_none(), "relay process already running");
+                assert!(
+                    self.relay_process.is_none(),
+                    "relay process already running"
+                );
                 let bin = ptslog_binary().expect("the ptslog binary");
                 let broker = self.broker.as_ref().expect("a broker").address();
                 let child = Command::new(bin)
@@ -118,7 +128,10 @@ impl System {
                     .env("KAFKA_BROKERS", broker)
                     .env("PTSLOG_RELAY_SLOT", &self.slot)
                     .env("PTSLOG_HTTP_ADDR", format!("127.0.0.1:{}", self.relay_port))
-                    .env("RUST_LOG", std::env::var("PTSLOG_TEST_RELAY_LOG").unwrap_or_else(|_| "warn".into()))
+                    .env(
+                        "RUST_LOG",
+                        std::env::var("PTSLOG_TEST_RELAY_LOG").unwrap_or_else(|_| "warn".into()),
+                    )
                     .stdin(Stdio::null())
                     .spawn()
                     .expect("spawning ptslog relay");
@@ -141,11 +154,20 @@ impl System {
     }
 
     fn in_process_relay(&self) -> std::sync::Arc<ptslog_server::feed::RelayControl> {
-        self.running.as_ref().and_then(|r| r.feed.relay.clone()).expect("an in-process relay")
+        self.running
+            .as_ref()
+            .and_then(|r| r.feed.relay.clone())
+            .expect("an in-process relay")
     }
 
     async fn health(&self, base: &str) -> Option<Value> {
-        let r = self.http.get(format!("{base}/healthz/relay")).timeout(Duration::from_secs(2)).send().await.ok()?;
+        let r = self
+            .http
+            .get(format!("{base}/healthz/relay"))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .ok()?;
         r.json().await.ok()
     }
 
@@ -159,13 +181,20 @@ impl System {
         loop {
             let relay = self.health(&relay_base).await;
             let server = self.health(&self.base).await;
-            let relay_ok = relay.as_ref().is_some_and(|h| h["relay"]["role"] == "leader" && h["relay"]["sessions_started"].as_u64() > Some(0));
-            let consumer_ok =
-                self.mode == Mode::InProcess || server.as_ref().is_some_and(|h| h["consumer"]["partitions"].as_u64() > Some(0));
+            let relay_ok = relay.as_ref().is_some_and(|h| {
+                h["relay"]["role"] == "leader" && h["relay"]["sessions_started"].as_u64() > Some(0)
+            });
+            let consumer_ok = self.mode == Mode::InProcess
+                || server
+                    .as_ref()
+                    .is_some_and(|h| h["consumer"]["partitions"].as_u64() > Some(0));
             if relay_ok && consumer_ok {
                 return;
             }
-            assert!(Instant::now() < deadline, "not ready within {timeout:?}: relay {relay:?}, server {server:?}");
+            assert!(
+                Instant::now() < deadline,
+                "not ready within {timeout:?}: relay {relay:?}, server {server:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -191,11 +220,12 @@ impl System {
         // DROP DATABASE refuses while a replication session holds the slot: wait for it to end.
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let active: Option<bool> = sqlx::query_scalar("SELECT active FROM pg_replication_slots WHERE slot_name = $1")
-                .bind(&self.slot)
-                .fetch_optional(&self.pool)
-                .await
-                .unwrap_or(None);
+            let active: Option<bool> =
+                sqlx::query_scalar("SELECT active FROM pg_replication_slots WHERE slot_name = $1")
+                    .bind(&self.slot)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .unwrap_or(None);
             if active != Some(true) || Instant::now() > deadline {
                 break;
             }
