@@ -184,7 +184,9 @@ async fn load_owner_class(pool: &PgPool, class: i64) -> anyhow::Result<()> {
 }
 
 /// Vacuums and analyzes what the loader wrote, as autovacuum would after a bulk insert, so the
-/// measured plans are the steady-state ones.
+/// measured plans are the steady-state ones; then a CHECKPOINT, so the measurement does not share
+/// the disk with the write-back of gigabytes of freshly loaded pages (needs a superuser or
+/// pg_checkpoint; skipped with a warning otherwise).
 pub async fn vacuum_analyze(pool: &PgPool) -> anyhow::Result<()> {
     for t in [
         "user_update_events",
@@ -198,6 +200,9 @@ pub async fn vacuum_analyze(pool: &PgPool) -> anyhow::Result<()> {
             .execute(pool)
             .await
             .with_context(|| format!("VACUUM {t}"))?;
+    }
+    if let Err(e) = sqlx::query("CHECKPOINT").execute(pool).await {
+        eprintln!("warning: CHECKPOINT after the load failed ({e}); the scale phase may share the disk with it");
     }
     Ok(())
 }
