@@ -1,0 +1,101 @@
+//! The server's RSA-2048 key: created on first start, kept as a PKCS#1 PEM file; clients are
+//! configured with its public half and know it by its fingerprint.
+
+use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey, EncodeRsaPublicKey, LineEnding};
+use rsa::traits::{PrivateKeyParts, PublicKeyParts};
+use rsa::{BigUint, RsaPrivateKey};
+
+use super::sha1;
+use crate::tl::Writer;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RsaKeyError {
+    #[error("generating the RSA key: {0}")]
+    Generate(String),
+    #[error("reading the RSA key: {0}")]
+    Pem(String),
+}
+
+#[derive(Clone)]
+pub struct ServerKey {
+    private: RsaPrivateKey,
+    fingerprint: i64,
+}
+
+impl std::fmt::Debug for ServerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ServerKey({:#x})", self.fingerprint)
+    }
+}
+
+impl ServerKey {
+    pub fn generate() -> Result<Self, RsaKeyError> {
+        let private = RsaPrivateKey::new(&mut rand::thread_rng(), 2048)
+            .map_err(|e| RsaKeyError::Generate(e.to_string()))?;
+        Ok(Self::from_private(private))
+    }
+
+    pub fn from_pem(pem: &str) -> Result<Self, RsaKeyError> {
+        let private =
+            RsaPrivateKey::from_pkcs1_pem(pem).map_err(|e| RsaKeyError::Pem(e.to_string()))?;
+        Ok(Self::from_private(private))
+    }
+
+    fn from_private(private: RsaPrivateKey) -> Self {
+        let mut w = Writer::new();
+        w.bytes(&private.n().to_bytes_be())
+            .bytes(&private.e().to_bytes_be());
+        let h = sha1(&[&w.buf]);
+        let mut low = [0u8; 8];
+        low.copy_from_slice(&h[12..20]);
+        Self {
+            private,
+            fingerprint: i64::from_le_bytes(low),
+        }
+    }
+
+    /// The private key as PKCS#1 PEM, for the key file.
+    pub fn private_pem(&self) -> Result<String, RsaKeyError> {
+        Ok(self
+            .private
+            .to_pkcs1_pem(LineEnding::LF)
+            .map_err(|e| RsaKeyError::Pem(e.to_string()))?
+            .to_string())
+    }
+
+    /// `-----BEGIN RSA PUBLIC KEY-----`, the form clients embed.
+    pub fn public_pem(&self) -> String {
+        self.private
+            .to_public_key()
+            .to_pkcs1_pem(LineEnding::LF)
+            .unwrap_or_default()
+    }
+
+    /// The low 64 bits of SHA1 of the TL-serialized modulus and exponent.
+    pub fn fingerprint(&self) -> i64 {
+        self.fingerprint
+    }
+
+    /// Textbook RSA: c^d mod n, big-endian, 256 bytes. `None` when c ≥ n.
+    pub fn decrypt_raw(&self, cipher: &[u8]) -> Option<[u8; 256]> {
+        let c = BigUint::from_bytes_be(cipher);
+        if cipher.len() > 256 || &c >= self.private.n() {
+            return None;
+        }
+        let m = c.modpow(self.private.d(), self.private.n());
+        let b = m.to_bytes_be();
+        let mut out = [0u8; 256];
+        out[256 - b.len()..].copy_from_slice(&b);
+        Some(out)
+    }
+
+    /// Textbook RSA with the public key (tests and tools playing the client).
+    pub fn encrypt_raw(&self, plain: &[u8]) -> Vec<u8> {
+        let m = BigUint::from_bytes_be(plain);
+        let c = m.modpow(self.private.e(), self.private.n());
+        let b = c.to_bytes_be();
+        let mut out = vec![0u8; 256 - b.len()];
+        out.extend_from_slice(&b);
+        out
+    }
+}

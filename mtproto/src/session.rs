@@ -1,0 +1,524 @@
+//! The encrypted layer (MTProto 2.0): packet encryption and the per-session rules.
+//!
+//! A [`Session`] checks each decrypted message (msg_id parity and time window, duplicates, server
+//! salt, seq_no parity), unwraps containers and gzip_packed, answers service messages itself
+//! (ping, get_future_salts, destroy_session, msgs_state_req, …) and hands every other object to
+//! the caller as a [`Action::Call`], whose answer goes back with [`Session::pack`].
+
+use std::collections::VecDeque;
+
+use rand::{Rng, RngCore};
+
+use crate::crypto::{ige_decrypt, ige_encrypt, AuthKey, Side};
+use crate::service::*;
+use crate::tl::{gunzip, Reader, TlError, Writer, GZIP_PACKED};
+
+/// Client messages may be this far in the past (seconds) …
+const MAX_PAST: i64 = 300;
+/// … or this far in the future.
+const MAX_FUTURE: i64 = 30;
+/// Client msg_ids remembered per session to drop replays.
+const REMEMBERED: usize = 1000;
+
+/// A decrypted client message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plain {
+    pub salt: i64,
+    pub session_id: i64,
+    pub msg_id: i64,
+    pub seq_no: i32,
+    pub body: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecryptError {
+    #[error("packet too short or misaligned")]
+    Shape,
+    #[error("msg_key does not match")]
+    MsgKey,
+    #[error("inner length or padding invalid")]
+    Length,
+}
+
+/// The auth_key_id an encrypted packet names (0 for a plain message).
+pub fn auth_key_id(packet: &[u8]) -> Option<i64> {
+    Some(i64::from_le_bytes(packet.get(..8)?.try_into().ok()?))
+}
+
+/// Decrypts a client packet: auth_key_id ‖ msg_key ‖ AES-IGE(data). Trailing bytes past the
+/// last 16-byte block (padded intermediate's padding) are ignored.
+pub fn decrypt(key: &AuthKey, packet: &[u8]) -> Result<Plain, DecryptError> {
+    if packet.len() < 24 + 48 {
+        return Err(DecryptError::Shape);
+    }
+    let msg_key: [u8; 16] = packet[8..24].try_into().map_err(|_| DecryptError::Shape)?;
+    let mut data = packet[24..].to_vec();
+    data.truncate(data.len() - data.len() % 16);
+    let (k, iv) = key.aes_key_iv(&msg_key, Side::Client);
+    ige_decrypt(&mut data, &k, &iv);
+    if key.msg_key(&data, Side::Client) != msg_key {
+        return Err(DecryptError::MsgKey);
+    }
+    let mut r = Reader::new(&data);
+    let (salt, session_id, msg_id) = (
+        r.i64().map_err(|_| DecryptError::Shape)?,
+        r.i64().map_err(|_| DecryptError::Shape)?,
+        r.i64().map_err(|_| DecryptError::Shape)?,
+    );
+    let seq_no = r.i32().map_err(|_| DecryptError::Shape)?;
+    let len = r.i32().map_err(|_| DecryptError::Shape)?;
+    let len = usize::try_from(len).map_err(|_| DecryptError::Length)?;
+    let padding = data
+        .len()
+        .checked_sub(32 + len)
+        .ok_or(DecryptError::Length)?;
+    if len % 4 != 0 || !(12..=1024).contains(&padding) {
+        return Err(DecryptError::Length);
+    }
+    Ok(Plain {
+        salt,
+        session_id,
+        msg_id,
+        seq_no,
+        body: data[32..32 + len].to_vec(),
+    })
+}
+
+/// Encrypts a message for `side`'s peer (the server encrypts with [`Side::Server`]).
+pub fn encrypt(key: &AuthKey, side: Side, m: &Plain) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.i64(m.salt)
+        .i64(m.session_id)
+        .i64(m.msg_id)
+        .i32(m.seq_no)
+        .i32(m.body.len() as i32)
+        .raw(&m.body);
+    let mut rng = rand::thread_rng();
+    let mut pad = 12 + rng.gen_range(0..4) * 16;
+    pad += (16 - (w.buf.len() + pad) % 16) % 16;
+    let mut padding = vec![0u8; pad];
+    rng.fill_bytes(&mut padding);
+    w.raw(&padding);
+    let mut data = w.buf;
+    let msg_key = key.msg_key(&data, side);
+    let (k, iv) = key.aes_key_iv(&msg_key, side);
+    ige_encrypt(&mut data, &k, &iv);
+    let mut out = Vec::with_capacity(24 + data.len());
+    out.extend_from_slice(&key.id().to_le_bytes());
+    out.extend_from_slice(&msg_key);
+    out.extend_from_slice(&data);
+    out
+}
+
+/// What the caller must do after a message was received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Serve this request (a function or a wrapper around one); answer with an `rpc_result` for
+    /// `msg_id` through [`Session::pack`].
+    Call { msg_id: i64, body: Vec<u8> },
+    /// Send this service message (`content`: whether it counts for seq_no).
+    Send { body: Vec<u8>, content: bool },
+    /// `ping_delay_disconnect`: close the connection if nothing arrives for this many seconds.
+    DisconnectAfter(i32),
+    /// `destroy_session` named another session of this key.
+    DestroySession(i64),
+}
+
+/// One client session of an auth key on a connection.
+#[derive(Debug)]
+pub struct Session {
+    pub id: i64,
+    /// The server salt this key uses.
+    pub salt: i64,
+    last_msg_id: i64,
+    content_sent: i32,
+    seen: VecDeque<i64>,
+    announced: bool,
+}
+
+fn is_content(id: u32) -> bool {
+    !matches!(id, MSGS_ACK | MSG_CONTAINER | MSGS_STATE_INFO)
+}
+
+impl Session {
+    pub fn new(id: i64, salt: i64) -> Self {
+        Self {
+            id,
+            salt,
+            last_msg_id: 0,
+            content_sent: 0,
+            seen: VecDeque::new(),
+            announced: false,
+        }
+    }
+
+    /// A server msg_id: time-based, increasing, ≡ 1 (mod 4) for responses, 3 otherwise.
+    pub fn next_msg_id(&mut self, now_ms: i64, response: bool) -> i64 {
+        let secs = now_ms / 1000;
+        let frac = ((now_ms % 1000) << 32) / 1000;
+        let mut id = (secs << 32) | (frac & !3);
+        if id <= self.last_msg_id {
+            id = (self.last_msg_id & !3) + 4;
+        }
+        id |= if response { 1 } else { 3 };
+        self.last_msg_id = id;
+        id
+    }
+
+    fn next_seq(&mut self, content: bool) -> i32 {
+        if content {
+            self.content_sent += 1;
+            self.content_sent * 2 - 1
+        } else {
+            self.content_sent * 2
+        }
+    }
+
+    /// Encrypts one outgoing message of this session.
+    pub fn pack(
+        &mut self,
+        key: &AuthKey,
+        body: Vec<u8>,
+        content: bool,
+        response: bool,
+        now_ms: i64,
+    ) -> Vec<u8> {
+        let msg_id = self.next_msg_id(now_ms, response);
+        let seq_no = self.next_seq(content);
+        encrypt(
+            key,
+            Side::Server,
+            &Plain {
+                salt: self.salt,
+                session_id: self.id,
+                msg_id,
+                seq_no,
+                body,
+            },
+        )
+    }
+
+    fn remember(&mut self, msg_id: i64) -> bool {
+        if self.seen.contains(&msg_id) {
+            return false;
+        }
+        if self.seen.len() == REMEMBERED {
+            self.seen.pop_front();
+        }
+        self.seen.push_back(msg_id);
+        true
+    }
+
+    /// Checks and unwraps one decrypted message.
+    pub fn receive(&mut self, m: &Plain, now_ms: i64) -> Vec<Action> {
+        let mut out = Vec::new();
+        if !self.announced {
+            self.announced = true;
+            out.push(Action::Send {
+                body: new_session_created(m.msg_id, rand::random(), self.salt),
+                content: true,
+            });
+        }
+        if let Some(code) = check_msg_id(m.msg_id, now_ms) {
+            out.push(Action::Send {
+                body: bad_msg_notification(m.msg_id, m.seq_no, code),
+                content: false,
+            });
+            return out;
+        }
+        if m.salt != self.salt {
+            out.push(Action::Send {
+                body: bad_server_salt(m.msg_id, m.seq_no, self.salt),
+                content: false,
+            });
+            return out;
+        }
+        if !self.remember(m.msg_id) {
+            // A replayed msg_id: already served, ignored.
+            return out;
+        }
+        self.object(m.msg_id, m.seq_no, &m.body, now_ms, &mut out, 0);
+        out
+    }
+
+    fn object(
+        &mut self,
+        msg_id: i64,
+        seq_no: i32,
+        body: &[u8],
+        now_ms: i64,
+        out: &mut Vec<Action>,
+        depth: usize,
+    ) {
+        let mut r = Reader::new(body);
+        let Ok(id) = r.u32() else {
+            return;
+        };
+        let parity_ok = (seq_no & 1 == 1) == is_content(id);
+        if !parity_ok && id != GZIP_PACKED {
+            out.push(Action::Send {
+                body: bad_msg_notification(msg_id, seq_no, if is_content(id) { 34 } else { 35 }),
+                content: false,
+            });
+            return;
+        }
+        let result: Result<(), TlError> = (|| {
+            match id {
+                MSG_CONTAINER if depth == 0 => {
+                    let n = r.count(16)?;
+                    for _ in 0..n {
+                        let inner_id = r.i64()?;
+                        let inner_seq = r.i32()?;
+                        let len = usize::try_from(r.i32()?)
+                            .map_err(|_| TlError::Invalid("negative length"))?;
+                        let inner = r.take(len)?;
+                        if let Some(code) = check_msg_id(inner_id, now_ms) {
+                            out.push(Action::Send {
+                                body: bad_msg_notification(inner_id, inner_seq, code),
+                                content: false,
+                            });
+                            continue;
+                        }
+                        if self.remember(inner_id) {
+                            self.object(inner_id, inner_seq, inner, now_ms, out, depth + 1);
+                        }
+                    }
+                }
+                GZIP_PACKED if depth < 2 => {
+                    let inner = gunzip(r.bytes()?)?;
+                    self.object(msg_id, seq_no, &inner, now_ms, out, depth + 1);
+                }
+                MSGS_ACK | MSG_RESEND_REQ | HTTP_WAIT => {}
+                PING => out.push(Action::Send {
+                    body: pong(msg_id, r.i64()?),
+                    content: true,
+                }),
+                PING_DELAY_DISCONNECT => {
+                    let ping_id = r.i64()?;
+                    let delay = r.i32()?;
+                    out.push(Action::Send {
+                        body: pong(msg_id, ping_id),
+                        content: true,
+                    });
+                    out.push(Action::DisconnectAfter(delay));
+                }
+                GET_FUTURE_SALTS => {
+                    let num = r.i32()?;
+                    out.push(Action::Send {
+                        body: future_salts(msg_id, (now_ms / 1000) as i32, self.salt, num),
+                        content: true,
+                    });
+                }
+                DESTROY_SESSION => {
+                    let sid = r.i64()?;
+                    let mut w = Writer::new();
+                    if sid == self.id {
+                        w.u32(DESTROY_SESSION_NONE).i64(sid);
+                    } else {
+                        w.u32(DESTROY_SESSION_OK).i64(sid);
+                        out.push(Action::DestroySession(sid));
+                    }
+                    out.push(Action::Send {
+                        body: rpc_result(msg_id, &w.buf),
+                        content: true,
+                    });
+                }
+                MSGS_STATE_REQ => {
+                    let ids = r.vec_i64()?;
+                    let info: Vec<u8> = ids
+                        .iter()
+                        .map(|i| if self.seen.contains(i) { 4 } else { 2 })
+                        .collect();
+                    let mut w = Writer::new();
+                    w.u32(MSGS_STATE_INFO).i64(msg_id).bytes(&info);
+                    out.push(Action::Send {
+                        body: w.buf,
+                        content: false,
+                    });
+                }
+                RPC_DROP_ANSWER => {
+                    let mut w = Writer::new();
+                    w.u32(RPC_ANSWER_UNKNOWN);
+                    out.push(Action::Send {
+                        body: rpc_result(msg_id, &w.buf),
+                        content: true,
+                    });
+                }
+                _ => out.push(Action::Call {
+                    msg_id,
+                    body: body.to_vec(),
+                }),
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            out.push(Action::Send {
+                body: rpc_error(msg_id, 400, "INPUT_REQUEST_INVALID"),
+                content: true,
+            });
+        }
+    }
+}
+
+/// bad_msg_notification codes for a client msg_id: 18 (not ≡ 0 mod 4), 16 (too old), 17 (too
+/// far in the future).
+fn check_msg_id(msg_id: i64, now_ms: i64) -> Option<i32> {
+    if msg_id % 4 != 0 {
+        return Some(18);
+    }
+    let t = msg_id >> 32;
+    let now = now_ms / 1000;
+    if t < now - MAX_PAST {
+        Some(16)
+    } else if t > now + MAX_FUTURE {
+        Some(17)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> AuthKey {
+        AuthKey::new(core::array::from_fn(|i| (i * 31 + 7) as u8))
+    }
+
+    const NOW: i64 = 1_764_489_600_000;
+
+    fn client_msg(salt: i64, msg_id: i64, seq_no: i32, body: Vec<u8>) -> Vec<u8> {
+        encrypt(
+            &key(),
+            Side::Client,
+            &Plain {
+                salt,
+                session_id: 42,
+                msg_id,
+                seq_no,
+                body,
+            },
+        )
+    }
+
+    fn msg_id(offset_s: i64, n: i64) -> i64 {
+        ((NOW / 1000 + offset_s) << 32) + n * 4
+    }
+
+    fn call(n: u32) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u32(0xc4f9186b).i32(n as i32); // help.getConfig and junk: an opaque call
+        w.buf
+    }
+
+    #[test]
+    fn encrypted_messages_round_trip_and_tampering_is_caught() {
+        let p = client_msg(5, msg_id(0, 1), 1, call(1));
+        let m = decrypt(&key(), &p).unwrap();
+        assert_eq!((m.salt, m.session_id, m.seq_no), (5, 42, 1));
+        assert_eq!(m.body, call(1));
+        for i in [8, 30, p.len() - 1] {
+            let mut bad = p.clone();
+            bad[i] ^= 1;
+            assert!(decrypt(&key(), &bad).is_err());
+        }
+        let other = AuthKey::new([1; 256]);
+        assert_eq!(decrypt(&other, &p), Err(DecryptError::MsgKey));
+        assert_eq!(decrypt(&key(), &p[..40]), Err(DecryptError::Shape));
+    }
+
+    #[test]
+    fn session_rules() {
+        let mut s = Session::new(42, 5);
+        // First message: new_session_created, then the call.
+        let m = decrypt(&key(), &client_msg(5, msg_id(0, 1), 1, call(1))).unwrap();
+        let acts = s.receive(&m, NOW);
+        assert!(
+            matches!(&acts[0], Action::Send { body, .. } if body[..4] == NEW_SESSION_CREATED.to_le_bytes())
+        );
+        assert!(matches!(&acts[1], Action::Call { msg_id: id, .. } if *id == m.msg_id));
+        // Replay: nothing.
+        assert!(s.receive(&m, NOW).is_empty());
+        // Wrong salt: bad_server_salt with ours.
+        let m = decrypt(&key(), &client_msg(6, msg_id(0, 2), 3, call(2))).unwrap();
+        let acts = s.receive(&m, NOW);
+        assert!(
+            matches!(&acts[0], Action::Send { body, .. } if body[..4] == BAD_SERVER_SALT.to_le_bytes() && body[body.len()-8..] == 5i64.to_le_bytes())
+        );
+        // Too old, too new, odd msg_id.
+        for (id, code) in [
+            (msg_id(-301, 3), 16),
+            (msg_id(31, 3), 17),
+            (msg_id(0, 3) + 1, 18),
+        ] {
+            let m = decrypt(&key(), &client_msg(5, id, 5, call(3))).unwrap();
+            let acts = s.receive(&m, NOW);
+            assert_eq!(
+                acts,
+                vec![Action::Send {
+                    body: bad_msg_notification(id, 5, code),
+                    content: false
+                }]
+            );
+        }
+        // An even seq_no for a call: 34.
+        let id = msg_id(0, 9);
+        let m = decrypt(&key(), &client_msg(5, id, 6, call(4))).unwrap();
+        assert_eq!(
+            s.receive(&m, NOW),
+            vec![Action::Send {
+                body: bad_msg_notification(id, 6, 34),
+                content: false
+            }]
+        );
+    }
+
+    #[test]
+    fn containers_and_gzip_unwrap_and_ping_is_answered() {
+        let mut s = Session::new(42, 5);
+        let mut ping = Writer::new();
+        ping.u32(PING).i64(777);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &call(7)).unwrap();
+        let mut packed = Writer::new();
+        packed.u32(GZIP_PACKED).bytes(&gz.finish().unwrap());
+        let mut c = Writer::new();
+        c.u32(MSG_CONTAINER).i32(2);
+        for (n, (seq, body)) in [(3, ping.buf.clone()), (5, packed.buf.clone())]
+            .iter()
+            .enumerate()
+        {
+            c.i64(msg_id(0, 10 + n as i64))
+                .i32(*seq)
+                .i32(body.len() as i32)
+                .raw(body);
+        }
+        let m = decrypt(&key(), &client_msg(5, msg_id(0, 20), 6, c.buf)).unwrap();
+        let acts = s.receive(&m, NOW);
+        assert_eq!(acts.len(), 3, "{acts:?}");
+        assert_eq!(
+            acts[1],
+            Action::Send {
+                body: pong(msg_id(0, 10), 777),
+                content: true
+            }
+        );
+        assert_eq!(
+            acts[2],
+            Action::Call {
+                msg_id: msg_id(0, 11),
+                body: call(7)
+            }
+        );
+    }
+
+    #[test]
+    fn server_msg_ids_increase_with_the_right_parity() {
+        let mut s = Session::new(1, 1);
+        let a = s.next_msg_id(NOW, true);
+        let b = s.next_msg_id(NOW, false);
+        let c = s.next_msg_id(NOW - 5000, true);
+        assert!(a < b && b < c);
+        assert_eq!((a % 4, b % 4, c % 4), (1, 3, 1));
+    }
+}

@@ -1,0 +1,19 @@
+//! TL: the binary primitives ([`Reader`], [`Writer`]), the API schema ([`Schema`]) and the
+//! converter between TL bytes and JSON objects named by constructor (`{"_": "user", …}`), the
+//! shape the application layer's answers and requests already have.
+
+mod json;
+mod reader;
+mod schema;
+mod writer;
+
+pub use json::{decode_object, encode_object, gunzip, TlJsonError};
+pub use reader::{Reader, TlError};
+pub use schema::{Combinator, Param, ParamType, Schema};
+pub use writer::Writer;
+
+/// `vector` (boxed `Vector`).
+pub const VECTOR: u32 = 0x1cb5c415;
+pub const BOOL_TRUE: u32 = 0x997275b5;
+pub const BOOL_FALSE: u32 = 0xbc799737;
+pub const GZIP_PACKED: u32 = 0x3072cfa1;
