@@ -49,6 +49,12 @@ pub async fn prepare(conn: &mut PgConnection, slot: &str) -> Result<(), RelayErr
         .await?;
     match existing {
         None => {
+            // Postgres builds the slot's starting snapshot by waiting for every transaction in
+            // progress on the server (any database) to end; a long one delays the first start.
+            tracing::info!(
+                slot,
+                "creating the replication slot (waits for transactions in progress to end)"
+            );
             let created = sqlx::query("SELECT pg_create_logical_replication_slot($1, 'pgoutput')")
                 .bind(slot)
                 .execute(&mut *conn)
