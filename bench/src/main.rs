@@ -61,6 +61,10 @@ struct Args {
     /// Do not run: re-render the markdown of a saved JSON report into --markdown.
     #[arg(long)]
     render: Option<PathBuf>,
+    /// A folder with the JSON figures of ptslog-bench-push (push-in-process.json, push-kafka.json)
+    /// and ptslog-bench-memory (memory.json) to include in the report; scripts/bench passes it.
+    #[arg(long)]
+    live_results: Option<PathBuf>,
     /// The server's Postgres pool size (PTSLOG_DB_MAX_CONNECTIONS; default 32, the server's default).
     #[arg(long)]
     db_max_connections: Option<u32>,
@@ -111,6 +115,7 @@ async fn main() -> ExitCode {
     opts.keep_db = args.keep_db;
     opts.explain = args.explain;
     opts.verify_main |= args.verify;
+    opts.live_results = args.live_results;
     opts.admin_url = args.admin_url;
     opts.redis_url = args.redis_url;
     if let Some(v) = args.db_max_connections {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use ptslog_bench::{run, Options, RELAY_SKIP};
+use ptslog_bench::{live, run, Options};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quick_run_has_every_phase_and_stays_correct() {
@@ -97,7 +97,7 @@ async fn quick_run_has_every_phase_and_stays_correct() {
     ] {
         let p = phase(name);
         assert_eq!(p["status"], "skipped");
-        assert_eq!(p["note"], RELAY_SKIP);
+        assert_eq!(p["note"], live::NOT_RUN);
     }
     assert!(
         json["ratios"].as_array().is_some_and(|r| r.len() == 4),

@@ -18,11 +18,11 @@ use anyhow::{anyhow, bail, Context};
 use clap::Parser;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
+use ptslog_push_bench::{admin, database_url, load_average, login, rpc, Device};
 use ptslog_server::Config;
 use rand::Rng;
 use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
-use sqlx::{Connection, PgConnection};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -48,6 +48,9 @@ struct Args {
     /// A markdown document whose <!-- push:begin --> … <!-- push:end --> region gets the figures.
     #[arg(long)]
     markdown: Option<PathBuf>,
+    /// Where to write the figures as JSON (default bench-results/push-<mode>.json).
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// The Postgres server (its maintenance database) to create the benchmark database on; it must
     /// run with wal_level=logical.
     #[arg(
@@ -62,73 +65,6 @@ struct Args {
         default_value = "redis://127.0.0.1:6379"
     )]
     redis_url: String,
-}
-
-/// The URL of database `name` on the server `admin_url` points at.
-fn database_url(admin_url: &str, name: &str) -> String {
-    let (base, query) = match admin_url.split_once('?') {
-        Some((b, q)) => (b.to_string(), format!("?{q}")),
-        None => (admin_url.to_string(), String::new()),
-    };
-    let cut = base.rfind('/').map(|i| i + 1).unwrap_or(base.len());
-    format!("{}{}{}", &base[..cut], name, query)
-}
-
-async fn admin(admin_url: &str, sql: &str) -> anyhow::Result<()> {
-    let mut conn = PgConnection::connect(admin_url)
-        .await
-        .context("connecting to the admin database")?;
-    sqlx::query(sql)
-        .execute(&mut conn)
-        .await
-        .with_context(|| sql.to_string())?;
-    Ok(())
-}
-
-struct Device {
-    user_id: i64,
-    token: String,
-}
-
-async fn login(http: &reqwest::Client, base: &str, phone: &str) -> anyhow::Result<Device> {
-    let body: Value = http
-        .post(format!("{base}/v1/auth/login"))
-        .json(&json!({"phone": phone, "first_name": "bench", "last_name": ""}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    Ok(Device {
-        user_id: body["user_id"]
-            .as_i64()
-            .ok_or_else(|| anyhow!("no user_id"))?,
-        token: body["token"]
-            .as_str()
-            .ok_or_else(|| anyhow!("no token"))?
-            .to_string(),
-    })
-}
-
-async fn rpc(
-    http: &reqwest::Client,
-    base: &str,
-    token: &str,
-    method: &str,
-    params: Value,
-) -> anyhow::Result<Value> {
-    let r = http
-        .post(format!("{base}/v1/rpc/{method}"))
-        .bearer_auth(token)
-        .json(&params)
-        .send()
-        .await?;
-    let status = r.status();
-    let body: Value = r.json().await?;
-    if !status.is_success() {
-        bail!("{method}: {status} {body}");
-    }
-    Ok(body)
 }
 
 fn send_params(peer: &Value, text: &str) -> Value {
@@ -176,8 +112,10 @@ async fn connect(
     }))
 }
 
+#[derive(Debug, serde::Serialize)]
 struct Figures {
     mode: &'static str,
+    rate_asked: f64,
     achieved_rate: f64,
     send_errors: usize,
     expected: usize,
@@ -187,6 +125,8 @@ struct Figures {
     max_ms: f64,
     backlog_records: i64,
     drain_secs: f64,
+    records_per_sec: f64,
+    load_average: String,
 }
 
 async fn run(args: &Args) -> anyhow::Result<Figures> {
@@ -422,6 +362,7 @@ async fn measure(
     pool.close().await;
     Ok(Figures {
         mode,
+        rate_asked: args.rate,
         achieved_rate,
         send_errors: errors.load(Ordering::Relaxed),
         expected,
@@ -431,6 +372,8 @@ async fn measure(
         max_ms: histogram.max() as f64 / 1000.0,
         backlog_records,
         drain_secs,
+        records_per_sec: backlog_records as f64 / drain_secs.max(1e-9),
+        load_average: load_average(),
     })
 }
 
@@ -469,9 +412,9 @@ fn markdown(f: &Figures, args: &Args) -> String {
         p99 = f.p99_ms,
         max = f.max_ms,
         backlog = f.backlog_records,
-        tput = f.backlog_records as f64 / f.drain_secs.max(1e-9),
+        tput = f.records_per_sec,
         drain = f.drain_secs,
-        load = std::fs::read_to_string("/proc/loadavg").map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default(),
+        load = f.load_average,
     )
 }
 
@@ -508,6 +451,20 @@ async fn main() -> std::process::ExitCode {
         Ok(f) => {
             let md = markdown(&f, &args);
             println!("{md}");
+            let out = args.out.clone().unwrap_or_else(|| {
+                PathBuf::from(format!("bench-results/push-{}.json", f.mode.to_lowercase()))
+            });
+            let json = serde_json::to_string_pretty(&f).map_err(anyhow::Error::from);
+            let written = out
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .map_err(anyhow::Error::from)
+                .and_then(|_| json)
+                .and_then(|j| std::fs::write(&out, j).map_err(anyhow::Error::from));
+            if let Err(e) = written {
+                eprintln!("writing {}: {e:#}", out.display());
+                return std::process::ExitCode::from(1);
+            }
             if let Some(path) = &args.markdown {
                 if let Err(e) = write_markdown(path, &md, f.mode) {
                     eprintln!("writing {}: {e:#}", path.display());
