@@ -9,6 +9,7 @@ pub mod redis_rate_limiter;
 pub mod relay;
 
 pub use postgres::accounts::PgAccounts;
+pub use postgres::mtproto_keys::{PgMtprotoKeys, StoredAuthKey};
 pub use postgres::secrets::access_hash_key;
 pub use postgres::store::PgStore;
 pub use postgres::write_tx::PgWriteTx;

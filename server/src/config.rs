@@ -41,11 +41,26 @@ pub struct Config {
     /// `PTSLOG_PUSH_BUFFER` (default 256): frames buffered per connected device before it gets
     /// `updatesTooLong`.
     pub push_buffer: usize,
+    /// `PTSLOG_MTPROTO_ADDR` (default 127.0.0.1:8443; `off` disables): the MTProto listener that
+    /// `ptslog serve` starts.
+    pub mtproto_addr: Option<SocketAddr>,
+    /// `PTSLOG_MTPROTO_PUBLIC_ADDR`: the address `help.getConfig` tells clients (default: the
+    /// listener's own address).
+    pub mtproto_public_addr: Option<SocketAddr>,
+    /// `PTSLOG_DATA_DIR` (default `.data`): where the server keeps files it creates.
+    pub data_dir: std::path::PathBuf,
+    /// `PTSLOG_MTPROTO_KEY_FILE` (default `<data dir>/mtproto_rsa_key.pem`): the server's RSA key,
+    /// created on first start.
+    pub mtproto_key_file: std::path::PathBuf,
+    /// `PTSLOG_DEV_LOGIN_CODE` (default `12345`): the code MTProto sign-in accepts while
+    /// development sign-in is on; with `PTSLOG_DEV_LOGIN=false` there is none.
+    pub dev_login_code: Option<String>,
 }
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/ptslog";
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
+pub const DEFAULT_MTPROTO_ADDR: &str = "127.0.0.1:8443";
 
 impl Config {
     /// Reads the environment, then the optional file.
@@ -141,6 +156,30 @@ impl Config {
                 Some(0) => return Err(anyhow!("PTSLOG_PUSH_BUFFER must be at least 1")),
                 Some(n) => n,
                 None => 256,
+            },
+            mtproto_addr: match get("PTSLOG_MTPROTO_ADDR") {
+                Some("off") => None,
+                other => Some(
+                    other
+                        .unwrap_or(DEFAULT_MTPROTO_ADDR)
+                        .parse()
+                        .context("PTSLOG_MTPROTO_ADDR")?,
+                ),
+            },
+            mtproto_public_addr: get("PTSLOG_MTPROTO_PUBLIC_ADDR")
+                .map(str::parse)
+                .transpose()
+                .context("PTSLOG_MTPROTO_PUBLIC_ADDR")?,
+            data_dir: get("PTSLOG_DATA_DIR").unwrap_or(".data").into(),
+            mtproto_key_file: match get("PTSLOG_MTPROTO_KEY_FILE") {
+                Some(f) => f.into(),
+                None => std::path::Path::new(get("PTSLOG_DATA_DIR").unwrap_or(".data"))
+                    .join("mtproto_rsa_key.pem"),
+            },
+            dev_login_code: if parse_bool("PTSLOG_DEV_LOGIN", true)? {
+                Some(get("PTSLOG_DEV_LOGIN_CODE").unwrap_or("12345").to_string())
+            } else {
+                None
             },
         })
     }

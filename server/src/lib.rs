@@ -7,6 +7,7 @@ pub mod feed;
 pub mod gateway;
 pub mod http;
 pub mod metrics;
+pub mod mtproto;
 pub mod relay_command;
 pub mod wiring;
 

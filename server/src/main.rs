@@ -29,6 +29,7 @@ async fn run() -> anyhow::Result<ExitCode> {
         Command::Serve => {
             let mut running = ptslog_server::start(&config).await?;
             running.start_feed(&config)?;
+            running.start_mtproto(&config).await?;
             tracing::info!(addr = %running.addr, "ptslog is serving");
             tokio::select! {
                 r = &mut running.task => { r.context("server task")?.context("HTTP server")?; }

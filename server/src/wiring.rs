@@ -1,7 +1,7 @@
 //! Builds the application from configuration and starts the HTTP front.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Context;
 use application::ports::Store;
@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::feed::{sink_kind, Feed};
 use crate::gateway::Gateway;
 use crate::http;
+use crate::mtproto::PublicKeyInfo;
 
 /// Connects to Postgres, applies pending migrations and wires the adapters into an [`App`].
 pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
@@ -64,6 +65,10 @@ pub struct Running {
     pub consumer_status: Option<Arc<ConsumerStatus>>,
     /// Empty until [`Running::start_feed`].
     pub feed: Feed,
+    /// The MTProto server key, once [`Running::start_mtproto`] ran.
+    pub mtproto_key: Arc<OnceLock<PublicKeyInfo>>,
+    /// The MTProto listener, once started.
+    pub mtproto: Option<(SocketAddr, JoinHandle<()>)>,
 }
 
 impl Running {
@@ -80,9 +85,39 @@ impl Running {
         Ok(())
     }
 
+    /// Starts the MTProto listener on `config.mtproto_addr` (unless it is off): loads or creates
+    /// the server's RSA key, prints its public half and fingerprint, and serves clients through
+    /// the same application as the JSON API. `ptslog serve` always does; tests opt in.
+    pub async fn start_mtproto(&mut self, config: &Config) -> anyhow::Result<Option<SocketAddr>> {
+        let Some(addr) = config.mtproto_addr else {
+            return Ok(None);
+        };
+        let (info, task) = crate::mtproto::start(
+            config,
+            addr,
+            self.app.clone(),
+            self.gateway.clone(),
+            self.pool.clone(),
+        )
+        .await?;
+        let local: SocketAddr = info.address.parse().unwrap_or(addr);
+        tracing::info!(
+            addr = %info.address,
+            fingerprint = %info.fingerprint_hex,
+            "MTProto front is serving; server public key:\n{}",
+            info.pem
+        );
+        let _ = self.mtproto_key.set(info);
+        self.mtproto = Some((local, task));
+        Ok(Some(local))
+    }
+
     /// Stops the feed cleanly (the replication slot is released) and the HTTP task.
     pub async fn shutdown(mut self) {
         self.feed.stop().await;
+        if let Some((_, task)) = self.mtproto.take() {
+            task.abort();
+        }
         self.task.abort();
     }
 }
@@ -115,11 +150,13 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         consumer: consumer_status.clone(),
         gateway: Some(gateway.clone()),
     };
+    let mtproto_key = Arc::new(OnceLock::new());
     let router = http::router(http::HttpState {
         app: app.clone(),
         pool: pool.clone(),
         gateway: gateway.clone(),
         ops,
+        mtproto_key: mtproto_key.clone(),
     });
     let task = tokio::spawn(async move { axum::serve(listener, router).await });
     Ok(Running {
@@ -131,6 +168,8 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         relay_status,
         consumer_status,
         feed: Feed::default(),
+        mtproto_key,
+        mtproto: None,
     })
 }
 

@@ -55,6 +55,18 @@ pub(crate) fn check_name(
 }
 
 impl App {
+    /// Whether an account with this phone exists (MTProto's auth.signIn answers "sign up
+    /// required" for a new phone).
+    pub async fn phone_registered(&self, phone: &str) -> Result<bool, AppError> {
+        let phone = normalize_phone(phone)?;
+        Ok(self.store.user_by_phone(&phone).await?.is_some())
+    }
+
+    /// Whether development sign-in (by phone alone, or with the development code) is on.
+    pub fn dev_login(&self) -> bool {
+        self.config.dev_login
+    }
+
     pub async fn login(&self, req: Login) -> Result<LoginResult, AppError> {
         if !self.config.dev_login {
             return Err(AppError::Forbidden("SIGN_IN_DISABLED"));

@@ -160,6 +160,26 @@ pub fn gunzip(data: &[u8]) -> Result<Vec<u8>, TlError> {
     Ok(out)
 }
 
+/// Writes a function's answer: `value` as the TL type the function `function` returns (a boxed
+/// object, or a vector of objects or numbers).
+pub fn encode_result(
+    schema: &Schema,
+    function: &str,
+    value: &Value,
+    w: &mut Writer,
+) -> Result<(), TlJsonError> {
+    let ty = schema
+        .by_name(function)
+        .and_then(|c| super::schema::parse_type(&c.result))
+        .unwrap_or(ParamType::Generic);
+    let ty = match ty {
+        // `X` in `invokeWithLayer … = X`, or a plain type: whatever the object says it is.
+        ParamType::Bare(_) => ParamType::Generic,
+        ty => ty,
+    };
+    encode_value(schema, &ty, value, w, function, 0)
+}
+
 /// Writes a JSON object (`"_"` names the constructor) as a boxed TL object.
 pub fn encode_object(schema: &Schema, value: &Value, w: &mut Writer) -> Result<(), TlJsonError> {
     encode_boxed(schema, value, w, "result", 0)

@@ -7,7 +7,7 @@ mod reader;
 mod schema;
 mod writer;
 
-pub use json::{decode_object, encode_object, gunzip, TlJsonError};
+pub use json::{decode_object, encode_object, encode_result, gunzip, TlJsonError};
 pub use reader::{Reader, TlError};
 pub use schema::{Combinator, Param, ParamType, Schema};
 pub use writer::Writer;

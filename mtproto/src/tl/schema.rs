@@ -143,7 +143,7 @@ fn parse_line(line: &str, is_function: bool) -> Option<Combinator> {
     })
 }
 
-fn parse_type(ty: &str) -> Option<ParamType> {
+pub(crate) fn parse_type(ty: &str) -> Option<ParamType> {
     if let Some((cond, inner)) = ty.split_once('?') {
         let (field, bit) = cond.split_once('.')?;
         return Some(ParamType::Conditional {

@@ -4,13 +4,13 @@
 mod auth;
 mod login;
 pub mod ops;
-mod reply;
-mod rpc;
+pub(crate) mod reply;
+pub(crate) mod rpc;
 mod updates;
 
 pub use rpc::METHODS;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use application::App;
 use axum::routing::{get, post};
@@ -25,6 +25,8 @@ pub struct HttpState {
     pub pool: PgPool,
     pub gateway: Arc<Gateway>,
     pub ops: ops::Ops,
+    /// Filled once the MTProto front runs (`GET /v1/mtproto/public-key`).
+    pub mtproto_key: Arc<OnceLock<crate::mtproto::PublicKeyInfo>>,
 }
 
 pub fn router(state: HttpState) -> Router {
@@ -34,8 +36,24 @@ pub fn router(state: HttpState) -> Router {
         .route("/v1/auth/login", post(login::login))
         .route("/v1/rpc/{method}", post(rpc::rpc))
         .route("/v1/updates", get(updates::updates))
+        .route("/v1/mtproto/public-key", get(mtproto_public_key))
         .with_state(state)
         .merge(ops)
+}
+
+/// The MTProto server key clients must be configured with, or 404 while the front is off.
+async fn mtproto_public_key(
+    axum::extract::State(state): axum::extract::State<HttpState>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match state.mtproto_key.get() {
+        Some(info) => axum::Json(info.clone()).into_response(),
+        None => (
+            axum::http::StatusCode::NOT_FOUND,
+            "the MTProto front is not running",
+        )
+            .into_response(),
+    }
 }
 
 /// 200 when the database answers, 503 otherwise.

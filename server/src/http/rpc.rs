@@ -108,7 +108,12 @@ fn bool_value(b: bool) -> Value {
     json!({ "_": if b { "boolTrue" } else { "boolFalse" } })
 }
 
-async fn dispatch(app: &App, c: &Caller, method: &str, body: &[u8]) -> Result<Value, RpcFailure> {
+pub(crate) async fn dispatch(
+    app: &App,
+    c: &Caller,
+    method: &str,
+    body: &[u8],
+) -> Result<Value, RpcFailure> {
     match method {
         "messages.sendMessage" => ok(&app.send_message(c, parse::<SendMessage>(body)?).await?),
         "messages.forwardMessages" => ok(&app

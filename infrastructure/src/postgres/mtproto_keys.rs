@@ -1,0 +1,110 @@
+//! MTProto auth keys in Postgres (migration 0005), so a client's key survives restarts and works
+//! on every instance.
+
+use sqlx::PgPool;
+
+/// A stored key and, when signed in, the device (authorization) and account it acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredAuthKey {
+    pub auth_key: Vec<u8>,
+    pub server_salt: i64,
+    /// `(user_id, authorization id)`; for a bound temporary key, its permanent key's.
+    pub signed_in: Option<(i64, i64)>,
+    pub temporary: bool,
+}
+
+#[derive(Clone)]
+pub struct PgMtprotoKeys {
+    pool: PgPool,
+}
+
+type Result<T> = std::result::Result<T, sqlx::Error>;
+
+impl PgMtprotoKeys {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// Stores a new key (`expires_in` seconds for a temporary one). A key id already present is
+    /// left as it is (ids are hashes of 2048-bit keys: a clash is a replayed exchange).
+    pub async fn create(
+        &self,
+        auth_key_id: i64,
+        auth_key: &[u8],
+        server_salt: i64,
+        expires_in: Option<i32>,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO mtproto_auth_keys (auth_key_id, auth_key, server_salt, expires_at) \
+             VALUES ($1, $2, $3, CASE WHEN $4::int IS NULL THEN NULL \
+                                      ELSE now() + make_interval(secs => $4::int) END) \
+             ON CONFLICT (auth_key_id) DO NOTHING",
+        )
+        .bind(auth_key_id)
+        .bind(auth_key)
+        .bind(server_salt)
+        .bind(expires_in)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// The key with this id, unless it expired.
+    pub async fn load(&self, auth_key_id: i64) -> Result<Option<StoredAuthKey>> {
+        let row: Option<(Vec<u8>, i64, Option<i64>, Option<i64>, bool)> = sqlx::query_as(
+            "SELECT k.auth_key, k.server_salt, a.user_id, a.auth_key_id, k.expires_at IS NOT NULL \
+             FROM mtproto_auth_keys k \
+             LEFT JOIN mtproto_auth_keys p ON p.auth_key_id = k.perm_auth_key_id \
+             LEFT JOIN authorizations a \
+                    ON a.auth_key_id = COALESCE(p.authorization_id, k.authorization_id) \
+             WHERE k.auth_key_id = $1 AND (k.expires_at IS NULL OR k.expires_at > now())",
+        )
+        .bind(auth_key_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(
+            |(auth_key, server_salt, user, authz, temporary)| StoredAuthKey {
+                auth_key,
+                server_salt,
+                signed_in: user.zip(authz),
+                temporary,
+            },
+        ))
+    }
+
+    /// Signs the key in as this device (`None`: signs it out).
+    pub async fn set_authorization(
+        &self,
+        auth_key_id: i64,
+        authorization: Option<i64>,
+    ) -> Result<()> {
+        // A bound temporary key signs in its permanent key, which is what outlives it.
+        sqlx::query(
+            "UPDATE mtproto_auth_keys SET authorization_id = $2 WHERE auth_key_id = \
+             COALESCE((SELECT perm_auth_key_id FROM mtproto_auth_keys WHERE auth_key_id = $1), $1)",
+        )
+        .bind(auth_key_id)
+        .bind(authorization)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// auth.bindTempAuthKey: the temporary key acts for the permanent one until `expires_at`
+    /// (unix seconds). Answers false when either key is unknown.
+    pub async fn bind_temp(&self, temp_id: i64, perm_id: i64, expires_at: i32) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE mtproto_auth_keys SET perm_auth_key_id = $2, \
+                    expires_at = LEAST(expires_at, to_timestamp($3)) \
+             WHERE auth_key_id = $1 AND expires_at IS NOT NULL \
+               AND EXISTS (SELECT 1 FROM mtproto_auth_keys WHERE auth_key_id = $2 \
+                                                             AND expires_at IS NULL)",
+        )
+        .bind(temp_id)
+        .bind(perm_id)
+        .bind(f64::from(expires_at))
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}

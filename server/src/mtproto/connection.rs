@@ -1,0 +1,345 @@
+//! One client connection: the transport, the key exchange on plain messages, then the encrypted
+//! session; RPC calls are served in order, and the account's live updates are pushed in between.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use application::fanout::{DeviceId, Outgoing, RESERVED_SLOTS};
+use application::Caller;
+use domain::{AuthKeyId, SessionId, UserId};
+use mtproto::crypto::AuthKey;
+use mtproto::handshake::{decode_plain, encode_plain, Handshake, Step};
+use mtproto::service::{rpc_error, rpc_result};
+use mtproto::session::{self, Action, Session};
+use mtproto::tl::{encode_object, Schema, Writer};
+use mtproto::transport::ServerTransport;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use super::{calls, Front};
+use crate::gateway::DeviceSender;
+
+/// A connection that sends nothing for this long is closed (clients ping every minute or so).
+const IDLE: Duration = Duration::from_secs(300);
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The transport error for an unknown auth key: the client creates a new one.
+const UNKNOWN_KEY: i32 = -404;
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+pub(super) struct ConnKey {
+    pub auth_key: AuthKey,
+    pub salt: i64,
+}
+
+/// The state of one connection, shared with the call handlers.
+pub(super) struct Conn {
+    pub front: Arc<Front>,
+    pub key: Option<ConnKey>,
+    pub session: Option<Session>,
+    /// msg_ids of plain (handshake) answers.
+    plain_ids: Session,
+    pub caller: Option<Caller>,
+    device: Option<(UserId, DeviceId)>,
+    push_rx: Option<mpsc::Receiver<Outgoing>>,
+    /// The API layer the client announced with invokeWithLayer.
+    pub layer: Option<i32>,
+    /// The phone whose code this connection proved with auth.signIn (for auth.signUp).
+    pub verified_phone: Option<String>,
+    idle: Duration,
+}
+
+/// What to write after a packet, and whether to close afterwards.
+struct Out {
+    payloads: Vec<Vec<u8>>,
+    close: bool,
+}
+
+impl Conn {
+    /// The account this connection acts for: registers it with the hub for live updates.
+    pub fn sign_in(&mut self, caller: Caller) {
+        self.sign_out();
+        let (tx, rx) = mpsc::channel(self.front.gateway.push_buffer + RESERVED_SLOTS);
+        let id =
+            self.front
+                .gateway
+                .hub
+                .register(caller.user_id, caller.auth_key_id, DeviceSender(tx));
+        self.device = Some((caller.user_id, id));
+        self.push_rx = Some(rx);
+        self.caller = Some(caller);
+    }
+
+    pub fn sign_out(&mut self) {
+        if let Some((user, id)) = self.device.take() {
+            self.front.gateway.hub.unregister(user, id);
+        }
+        self.push_rx = None;
+        self.caller = None;
+    }
+
+    async fn packet(&mut self, packet: &[u8], hs: &mut Handshake) -> Out {
+        match session::auth_key_id(packet) {
+            Some(0) => self.plain(packet, hs).await,
+            Some(id) => self.encrypted(id, packet).await,
+            None => Out {
+                payloads: vec![],
+                close: true,
+            },
+        }
+    }
+
+    async fn plain(&mut self, packet: &[u8], hs: &mut Handshake) -> Out {
+        let close = Out {
+            payloads: vec![],
+            close: true,
+        };
+        let Ok((_, body)) = decode_plain(packet) else {
+            return close;
+        };
+        let now = now_ms();
+        match hs.handle(&self.front.server_key, body, (now / 1000) as i32) {
+            Ok(Step::Reply(reply)) => Out {
+                payloads: vec![encode_plain(self.plain_ids.next_msg_id(now, true), &reply)],
+                close: false,
+            },
+            Ok(Step::Done(reply, key)) => {
+                let stored = self
+                    .front
+                    .keys
+                    .create(
+                        key.auth_key.id(),
+                        key.auth_key.bytes(),
+                        key.salt,
+                        key.expires_in,
+                    )
+                    .await;
+                if let Err(e) = stored {
+                    tracing::error!(error = %e, "storing an MTProto auth key");
+                    return close;
+                }
+                tracing::debug!(
+                    auth_key_id = key.auth_key.id(),
+                    temp = key.expires_in.is_some(),
+                    "auth key created"
+                );
+                Out {
+                    payloads: vec![encode_plain(self.plain_ids.next_msg_id(now, true), &reply)],
+                    close: false,
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "key exchange refused");
+                close
+            }
+        }
+    }
+
+    async fn load_key(&mut self, id: i64) -> Result<(), ()> {
+        if self.key.as_ref().map(|k| k.auth_key.id()) == Some(id) {
+            return Ok(());
+        }
+        let stored = match self.front.keys.load(id).await {
+            Ok(Some(k)) => k,
+            Ok(None) => return Err(()),
+            Err(e) => {
+                tracing::error!(error = %e, "loading an MTProto auth key");
+                return Err(());
+            }
+        };
+        let auth_key = AuthKey::from_slice(&stored.auth_key).ok_or(())?;
+        self.sign_out();
+        self.session = None;
+        self.key = Some(ConnKey {
+            auth_key,
+            salt: stored.server_salt,
+        });
+        if let Some((user, authz)) = stored.signed_in {
+            if let Ok(user_id) = UserId::new(user) {
+                self.sign_in(Caller {
+                    user_id,
+                    auth_key_id: AuthKeyId(authz),
+                    session_id: SessionId(0),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn encrypted(&mut self, id: i64, packet: &[u8]) -> Out {
+        if self.load_key(id).await.is_err() {
+            return Out {
+                payloads: vec![UNKNOWN_KEY.to_le_bytes().to_vec()],
+                close: true,
+            };
+        }
+        let Some(key) = self.key.as_ref().map(|k| (k.auth_key.clone(), k.salt)) else {
+            return Out {
+                payloads: vec![],
+                close: true,
+            };
+        };
+        let (auth_key, salt) = key;
+        let m = match session::decrypt(&auth_key, packet) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!(error = %e, "undecryptable packet");
+                return Out {
+                    payloads: vec![],
+                    close: true,
+                };
+            }
+        };
+        if self.session.as_ref().map(|s| s.id) != Some(m.session_id) {
+            self.session = Some(Session::new(m.session_id, salt));
+        }
+        if let Some(c) = &mut self.caller {
+            c.session_id = SessionId(m.session_id);
+        }
+        let now = now_ms();
+        let actions = match &mut self.session {
+            Some(s) => s.receive(&m, now),
+            None => Vec::new(),
+        };
+        let mut payloads = Vec::new();
+        for action in actions {
+            let (body, content) = match action {
+                Action::Send { body, content } => (body, content),
+                Action::Call { msg_id, body } => {
+                    let result = match calls::call(self, &body).await {
+                        Ok(bytes) => rpc_result(msg_id, &bytes),
+                        Err(e) => rpc_error(msg_id, e.code, &e.message),
+                    };
+                    (result, true)
+                }
+                Action::DisconnectAfter(secs) => {
+                    self.idle = Duration::from_secs(secs.clamp(1, 3600) as u64 + 5);
+                    continue;
+                }
+                Action::DestroySession(_) => continue,
+            };
+            if let Some(s) = &mut self.session {
+                payloads.push(s.pack(&auth_key, body, content, true, now_ms()));
+            }
+        }
+        Out {
+            payloads,
+            close: false,
+        }
+    }
+
+    /// A live update frame (the same JSON the WebSocket carries) as an encrypted message.
+    fn push(&mut self, json: &str) -> Option<Vec<u8>> {
+        let value: serde_json::Value = serde_json::from_str(json).ok()?;
+        let mut w = Writer::new();
+        if let Err(e) = encode_object(Schema::api(), &value, &mut w) {
+            tracing::warn!(error = %e, "a push frame did not encode as TL");
+            return None;
+        }
+        let key = self.key.as_ref()?.auth_key.clone();
+        Some(
+            self.session
+                .as_mut()?
+                .pack(&key, w.buf, true, false, now_ms()),
+        )
+    }
+}
+
+pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr) {
+    let (mut rd, mut wr) = stream.into_split();
+    let mut transport = ServerTransport::new();
+    let mut hs = Handshake::default();
+    let mut conn = Conn {
+        front,
+        key: None,
+        session: None,
+        plain_ids: Session::new(0, 0),
+        caller: None,
+        device: None,
+        push_rx: None,
+        layer: None,
+        verified_phone: None,
+        idle: IDLE,
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    tracing::debug!(%peer, "MTProto connection");
+    'conn: loop {
+        let push = async {
+            match &mut conn.push_rx {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            read = tokio::time::timeout(conn.idle, rd.read(&mut buf)) => {
+                let n = match read {
+                    Ok(Ok(n)) if n > 0 => n,
+                    _ => break,
+                };
+                if let Err(e) = transport.feed(&buf[..n]) {
+                    tracing::debug!(%peer, error = %e, "transport refused");
+                    break;
+                }
+                loop {
+                    let packet = match transport.next_packet() {
+                        Ok(Some(p)) => p,
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::debug!(%peer, error = %e, "bad frame");
+                            break 'conn;
+                        }
+                    };
+                    let out = conn.packet(&packet, &mut hs).await;
+                    for p in out.payloads {
+                        let bytes = transport.encode(&p);
+                        if !write(&mut wr, &bytes).await {
+                            break 'conn;
+                        }
+                    }
+                    if out.close {
+                        break 'conn;
+                    }
+                }
+            }
+            item = push => match item {
+                Some(Outgoing::Frame(frame)) => {
+                    if let Some(p) = conn.push(&frame.json) {
+                        let bytes = transport.encode(&p);
+                        if !write(&mut wr, &bytes).await {
+                            break;
+                        }
+                        conn.front.gateway.metrics.pushed(frame.committed_at_micros);
+                    }
+                }
+                Some(Outgoing::TooLong) => {
+                    // The client then calls updates.getDifference; the connection stays usable,
+                    // but this device's buffer was dropped by the hub, so sign it in again.
+                    if let Some(p) = conn.push(r#"{"_":"updatesTooLong"}"#) {
+                        let bytes = transport.encode(&p);
+                        let _ = write(&mut wr, &bytes).await;
+                    }
+                    if let Some(c) = conn.caller {
+                        conn.sign_in(c);
+                    }
+                }
+                None => conn.push_rx = None,
+            }
+        }
+    }
+    conn.sign_out();
+    tracing::debug!(%peer, "MTProto connection closed");
+}
+
+async fn write(wr: &mut tokio::net::tcp::OwnedWriteHalf, bytes: &[u8]) -> bool {
+    matches!(
+        tokio::time::timeout(WRITE_TIMEOUT, wr.write_all(bytes)).await,
+        Ok(Ok(()))
+    )
+}

@@ -1,0 +1,95 @@
+//! The MTProto front (docs/mtproto.md): a TCP listener speaking MTProto 2.0 to Telegram clients,
+//! serving the same application handlers as the JSON API. The protocol itself (transports, key
+//! exchange, encrypted layer, TL) is the `mtproto` crate; this module adds sockets, the auth key
+//! store, sign-in and the mapping of TL calls onto the application.
+
+mod bootstrap;
+mod calls;
+mod connection;
+mod server_key;
+mod sign_in;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use application::App;
+use infrastructure::PgMtprotoKeys;
+use mtproto::crypto::ServerKey;
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::gateway::Gateway;
+
+pub use server_key::load_or_create;
+
+/// What `GET /v1/mtproto/public-key` shows: how clients are configured to trust this server.
+#[derive(Debug, Clone, Serialize)]
+pub struct PublicKeyInfo {
+    /// PKCS#1 `-----BEGIN RSA PUBLIC KEY-----`.
+    pub pem: String,
+    /// The key's fingerprint as clients compute it (signed 64-bit).
+    pub fingerprint: i64,
+    pub fingerprint_hex: String,
+    /// The MTProto listener, as `help.getConfig` announces it.
+    pub address: String,
+}
+
+/// Everything a connection needs.
+pub struct Front {
+    pub app: App,
+    pub gateway: Arc<Gateway>,
+    pub keys: PgMtprotoKeys,
+    pub server_key: ServerKey,
+    /// The code sign-in accepts (`None`: development sign-in is off; see [`sign_in`]).
+    pub dev_code: Option<String>,
+    /// The address `help.getConfig` announces.
+    pub public_addr: SocketAddr,
+}
+
+/// Binds the listener and serves connections until the task is aborted.
+pub async fn start(
+    config: &Config,
+    addr: SocketAddr,
+    app: App,
+    gateway: Arc<Gateway>,
+    pool: sqlx::PgPool,
+) -> anyhow::Result<(PublicKeyInfo, JoinHandle<()>)> {
+    let server_key = load_or_create(&config.mtproto_key_file)?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the MTProto listener on {addr}"))?;
+    let local = listener.local_addr()?;
+    let public_addr = config.mtproto_public_addr.unwrap_or(local);
+    let info = PublicKeyInfo {
+        pem: server_key.public_pem(),
+        fingerprint: server_key.fingerprint(),
+        fingerprint_hex: format!("{:016x}", server_key.fingerprint()),
+        address: public_addr.to_string(),
+    };
+    let front = Arc::new(Front {
+        app,
+        gateway,
+        keys: PgMtprotoKeys::new(pool),
+        server_key,
+        dev_code: config.dev_login_code.clone(),
+        public_addr,
+    });
+    let task = tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(connection::serve(front.clone(), stream, peer));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "MTProto accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            }
+        }
+    });
+    Ok((info, task))
+}

@@ -1,0 +1,170 @@
+//! auth.sendCode / signIn / signUp / logOut over MTProto, on the same accounts as
+//! `POST /v1/auth/login` (the same phone is the same account; each signed-in auth key is a
+//! device with its own authorization).
+//!
+//! Codes: while development sign-in is on (`PTSLOG_DEV_LOGIN`), the code is
+//! `PTSLOG_DEV_LOGIN_CODE` (default 12345) for every phone. A real code provider plugs in at
+//! [`send_code`] (deliver a code and remember it under the phone_code_hash) and [`code_ok`]
+//! (compare); with development sign-in off and no provider, auth.sendCode answers
+//! `PHONE_CODE_PROVIDER_MISSING` (docs/mtproto.md).
+
+use application::commands::login::{normalize_phone, Login};
+use application::tl::RpcError;
+use application::AppError;
+use mtproto::crypto::sha256;
+use serde_json::{json, Value};
+
+use super::calls::CallError;
+use super::connection::Conn;
+use crate::http::rpc::dispatch;
+
+fn app_error(e: AppError) -> CallError {
+    if let AppError::Store(inner) = &e {
+        tracing::error!(error = %inner, "storage failure");
+    }
+    CallError::from(RpcError::from(&e))
+}
+
+fn phone(request: &Value) -> Result<String, CallError> {
+    normalize_phone(request["phone_number"].as_str().unwrap_or_default())
+        .map_err(|_| CallError::new(400, "PHONE_NUMBER_INVALID"))
+}
+
+/// A phone_code_hash that needs no server-side state: it binds the code request to the phone and
+/// to this server's key.
+fn code_hash(conn: &Conn, phone: &str) -> String {
+    let secret = conn.front.server_key.fingerprint().to_le_bytes();
+    hex::encode(&sha256(&[b"ptslog-code", &secret, phone.as_bytes()])[..10])
+}
+
+fn send_code(conn: &Conn, phone: &str) -> Result<Value, CallError> {
+    let Some(code) = &conn.front.dev_code else {
+        return Err(CallError::new(400, "PHONE_CODE_PROVIDER_MISSING"));
+    };
+    Ok(json!({
+        "_": "auth.sentCode",
+        "type": {"_": "auth.sentCodeTypeApp", "length": code.chars().count()},
+        "phone_code_hash": code_hash(conn, phone),
+    }))
+}
+
+fn code_ok(conn: &Conn, code: &str) -> bool {
+    conn.front.dev_code.as_deref() == Some(code)
+}
+
+fn check_hash(conn: &Conn, phone: &str, request: &Value) -> Result<(), CallError> {
+    match request["phone_code_hash"].as_str() {
+        None | Some("") => Err(CallError::new(400, "PHONE_CODE_HASH_EMPTY")),
+        Some(h) if h == code_hash(conn, phone) => Ok(()),
+        Some(_) => Err(CallError::new(400, "PHONE_CODE_EXPIRED")),
+    }
+}
+
+pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result<Value, CallError> {
+    match name {
+        "auth.sendCode" | "auth.resendCode" => {
+            let phone = phone(request)?;
+            send_code(conn, &phone)
+        }
+        "auth.cancelCode" => Ok(json!(true)),
+        "auth.signIn" => {
+            let phone = phone(request)?;
+            check_hash(conn, &phone, request)?;
+            let code = request["phone_code"].as_str().unwrap_or_default();
+            if code.is_empty() {
+                return Err(CallError::new(400, "PHONE_CODE_EMPTY"));
+            }
+            if !code_ok(conn, code) {
+                return Err(CallError::new(400, "PHONE_CODE_INVALID"));
+            }
+            if !conn
+                .front
+                .app
+                .phone_registered(&phone)
+                .await
+                .map_err(app_error)?
+            {
+                conn.verified_phone = Some(phone);
+                return Ok(json!({"_": "auth.authorizationSignUpRequired"}));
+            }
+            complete(conn, phone, "", "").await
+        }
+        "auth.signUp" => {
+            let phone = phone(request)?;
+            check_hash(conn, &phone, request)?;
+            if conn.verified_phone.as_deref() != Some(phone.as_str()) {
+                return Err(CallError::new(400, "PHONE_CODE_EMPTY"));
+            }
+            complete(
+                conn,
+                phone,
+                request["first_name"].as_str().unwrap_or_default(),
+                request["last_name"].as_str().unwrap_or_default(),
+            )
+            .await
+        }
+        "auth.logOut" => {
+            if let Some(key) = &conn.key {
+                conn.front
+                    .keys
+                    .set_authorization(key.auth_key.id(), None)
+                    .await
+                    .map_err(|e| {
+                        tracing::error!(error = %e, "signing an MTProto key out");
+                        CallError::new(500, "INTERNAL")
+                    })?;
+            }
+            conn.sign_out();
+            Ok(json!({"_": "auth.loggedOut"}))
+        }
+        "auth.bindTempAuthKey" => Err(CallError::new(400, "TEMP_AUTH_KEY_UNSUPPORTED")),
+        _ => Err(CallError::new(400, "METHOD_INVALID")),
+    }
+}
+
+/// Signs the connection's key in as a new device of the phone's account.
+async fn complete(
+    conn: &mut Conn,
+    phone: String,
+    first_name: &str,
+    last_name: &str,
+) -> Result<Value, CallError> {
+    let key_id = conn
+        .key
+        .as_ref()
+        .map(|k| k.auth_key.id())
+        .ok_or_else(|| CallError::new(401, "AUTH_KEY_UNREGISTERED"))?;
+    let app = conn.front.app.clone();
+    let login = app
+        .login(Login {
+            phone,
+            first_name: first_name.to_string(),
+            last_name: last_name.to_string(),
+        })
+        .await
+        .map_err(app_error)?;
+    let caller = app
+        .authenticate(&login.token)
+        .await
+        .map_err(app_error)?
+        .ok_or_else(|| CallError::new(500, "INTERNAL"))?;
+    conn.front
+        .keys
+        .set_authorization(key_id, Some(caller.auth_key_id.0))
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "signing an MTProto key in");
+            CallError::new(500, "INTERNAL")
+        })?;
+    conn.sign_in(caller);
+    conn.verified_phone = None;
+    let users = dispatch(
+        &app,
+        &caller,
+        "users.getUsers",
+        br#"{"id":[{"_":"inputUserSelf"}]}"#,
+    )
+    .await
+    .map_err(|e| CallError::from(e.0))?;
+    Ok(json!({"_": "auth.authorization", "user": users[0]}))
+}
