@@ -8,6 +8,7 @@ mod dialog_organization;
 mod difference;
 mod edit;
 mod forward;
+mod mtproto;
 mod push;
 mod queries;
 mod random_mix;

@@ -7,6 +7,9 @@ history. Prints one `CHECK <name>` line per passed check and `E2E OK` at the end
 raises (non-zero exit).
 
 usage: telethon_e2e.py HTTP_BASE MTPROTO_HOST MTPROTO_PORT TRANSPORT PHONE_PREFIX
+       telethon_e2e.py HTTP_BASE MTPROTO_HOST MTPROTO_PORT TRANSPORT reconnect SESSION
+The first form ends by printing `SESSION <string>`: Bob's device (its auth key), still signed in.
+The second reconnects with it (e.g. after a server restart) and checks it is still Bob.
 """
 
 import asyncio
@@ -18,7 +21,7 @@ from telethon import TelegramClient, errors, events, functions
 from telethon.crypto import rsa
 from telethon.network import (ConnectionTcpAbridged, ConnectionTcpFull,
                               ConnectionTcpIntermediate, ConnectionTcpObfuscated)
-from telethon.sessions import MemorySession
+from telethon.sessions import MemorySession, StringSession
 
 HTTP, HOST, PORT, TRANSPORT, PREFIX = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 CODE = '12345'
@@ -155,9 +158,29 @@ async def main():
     check('same_dialogs_on_both_devices', d1 == d2 and sorted(d[0] for d in d1) == sorted([bob.id, alice.id]), (d1, d2))
 
     await a.log_out()
+    check('log_out', not await a.is_user_authorized())
+    print('SESSION', StringSession.save(b.session), flush=True)
     for c in (b, a2):
         await c.disconnect()
     print('E2E OK', TRANSPORT, flush=True)
 
 
-asyncio.run(main())
+async def reconnect(saved):
+    info = json.load(urllib.request.urlopen(f'{HTTP}/v1/mtproto/public-key'))
+    rsa.add_key(info['pem'], old=False)
+    c = TelegramClient(StringSession(saved), api_id=1, api_hash='0' * 32,
+                       connection=CONNECTIONS[TRANSPORT], timeout=TIMEOUT)
+    await c.connect()
+    check('still_authorized', await c.is_user_authorized())
+    me = await c.get_me()
+    check('same_user_after_reconnect', me.first_name == 'Bob', me)
+    dialogs = await c.get_dialogs()
+    check('dialogs_after_reconnect', len(dialogs) == 1, dialogs)
+    await c.disconnect()
+    print('RECONNECT OK', flush=True)
+
+
+if PREFIX == 'reconnect':
+    asyncio.run(reconnect(sys.argv[6]))
+else:
+    asyncio.run(main())

@@ -1,0 +1,301 @@
+//! The MTProto front against a real client nobody here wrote: Telethon (from PyPI, installed once
+//! into a virtualenv under the target directory) runs `tests/mtproto/telethon_e2e.py` against a
+//! `ptslog serve` process: sign-in with the development code (one account made over HTTP first:
+//! the same phone is the same account), resolving each other, messages, an edit, a deletion, a
+//! read, each seen live through Telethon's own update handling, and a second device of the first
+//! account that was offline and catches up with getDifference; over the abridged, full and
+//! obfuscated transports. Then the server restarts and a saved client session reconnects with its
+//! auth key (kept in Postgres) and server key (kept in the data folder).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ptslog_tests::{admin_url, database_url, drop_database, fresh_database, redis_url};
+use serde_json::Value;
+use sqlx::Connection;
+
+use crate::two_processes::ptslog_binary;
+
+const TELETHON: &str = "1.45.0";
+
+/// `<target dir>/mtproto-venv/bin/python` with Telethon installed (reused when present).
+fn telethon_python() -> Result<PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    // target/<profile>/deps/integration-<hash>
+    let target = me
+        .ancestors()
+        .nth(3)
+        .ok_or("unexpected test binary location")?
+        .to_path_buf();
+    let venv = target.join("mtproto-venv");
+    let python = venv.join("bin").join("python");
+    let has_it = |python: &Path| {
+        Command::new(python)
+            .args([
+                "-c",
+                &format!("import telethon,sys; sys.exit(telethon.__version__ != '{TELETHON}')"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if has_it(&python) {
+        return Ok(python);
+    }
+    let status = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .map_err(|e| format!("python3 -m venv: {e} (is python3 installed?)"))?;
+    if !status.success() {
+        return Err(format!("python3 -m venv failed: {status}"));
+    }
+    let status = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .arg(format!("telethon=={TELETHON}"))
+        .status()
+        .map_err(|e| format!("pip: {e}"))?;
+    if !status.success() || !has_it(&python) {
+        return Err(format!("pip install telethon=={TELETHON} failed: {status}"));
+    }
+    Ok(python)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("local addr")
+        .port()
+}
+
+/// A `ptslog serve` process, killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Setup {
+    bin: PathBuf,
+    db: String,
+    slot: String,
+    data_dir: PathBuf,
+    http_port: u16,
+    mt_port: u16,
+}
+
+impl Setup {
+    fn spawn(&self) -> Server {
+        Server(
+            Command::new(&self.bin)
+                .arg("serve")
+                .env_remove("PTSLOG_CONFIG")
+                .env("DATABASE_URL", database_url(&self.db))
+                .env("REDIS_URL", redis_url())
+                .env("PTSLOG_REDIS_PREFIX", format!("test:{}:", self.db))
+                .env("PTSLOG_HTTP_ADDR", format!("127.0.0.1:{}", self.http_port))
+                .env("PTSLOG_MTPROTO_ADDR", format!("127.0.0.1:{}", self.mt_port))
+                .env("PTSLOG_DATA_DIR", &self.data_dir)
+                .env("PTSLOG_RELAY_SLOT", &self.slot)
+                .env("PTSLOG_SEND_RATE_PER_MINUTE", "0")
+                .env("PTSLOG_DB_MAX_CONNECTIONS", "8")
+                .env(
+                    "RUST_LOG",
+                    std::env::var("PTSLOG_TEST_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+                )
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawning ptslog serve"),
+        )
+    }
+
+    fn http(&self) -> String {
+        format!("http://127.0.0.1:{}", self.http_port)
+    }
+
+    /// Healthy, the MTProto key published, and the relay streaming (live updates need it).
+    async fn wait_ready(&self, server: &mut Server) -> Value {
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = server.0.try_wait().expect("child status") {
+                panic!("ptslog serve exited early: {status}");
+            }
+            let key = match http
+                .get(format!("{}/v1/mtproto/public-key", self.http()))
+                .send()
+                .await
+            {
+                Ok(r) if r.status() == 200 => r.json::<Value>().await.ok(),
+                _ => None,
+            };
+            if let Some(key) = key {
+                if self.slot_active().await {
+                    return key;
+                }
+                // Creating the slot waits for "running transactions" records; a checkpoint
+                // writes one at once (the push tests do the same).
+                if let Ok(mut admin) = sqlx::PgConnection::connect(&admin_url()).await {
+                    let _ = sqlx::query("CHECKPOINT").execute(&mut admin).await;
+                    let _ = admin.close().await;
+                }
+            }
+            assert!(Instant::now() < deadline, "server not ready within 120 s");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    async fn slot_active(&self) -> bool {
+        let Ok(mut admin) = sqlx::PgConnection::connect(&admin_url()).await else {
+            return false;
+        };
+        let active: Option<bool> =
+            sqlx::query_scalar("SELECT active FROM pg_replication_slots WHERE slot_name = $1")
+                .bind(&self.slot)
+                .fetch_optional(&mut admin)
+                .await
+                .unwrap_or(None);
+        let _ = admin.close().await;
+        active == Some(true)
+    }
+
+    /// Runs the Telethon script; answers its stdout, after asserting it exited 0.
+    fn run_script(&self, python: &Path, args: &[&str]) -> String {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mtproto/telethon_e2e.py");
+        let out = Command::new(python)
+            .arg(script)
+            .arg(self.http())
+            .arg("127.0.0.1")
+            .arg(self.mt_port.to_string())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("running the Telethon script");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "telethon_e2e.py {args:?} failed ({}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    async fn cleanup(self) {
+        for _ in 0..40 {
+            let dropped = async {
+                let mut admin = sqlx::PgConnection::connect(&admin_url()).await?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db))
+                    .execute(&mut admin)
+                    .await
+            };
+            if dropped.await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        drop_database(&self.db).await;
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+const CHECKS: &[&str] = &[
+    "sign_in",
+    "same_account_as_http",
+    "get_me",
+    "second_device_same_account",
+    "resolve_phone",
+    "get_full_user",
+    "live_new_message",
+    "sender_resolved",
+    "live_reply",
+    "live_edit",
+    "live_delete",
+    "live_read",
+    "history",
+    "dialogs",
+    "catch_up",
+    "same_history_on_both_devices",
+    "same_dialogs_on_both_devices",
+    "log_out",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telethon_signs_in_and_chats_over_abridged_full_and_obfuscated() {
+    let python = tokio::task::spawn_blocking(telethon_python)
+        .await
+        .expect("installer thread")
+        .unwrap_or_else(|e| panic!("Telethon from PyPI is needed for this test: {e}"));
+    let bin = tokio::task::spawn_blocking(ptslog_binary)
+        .await
+        .expect("build thread")
+        .expect("the ptslog binary");
+    let db = fresh_database().await.expect("fresh database");
+    let suffix = db.trim_start_matches("ptslog_t_").to_string();
+    let setup = Setup {
+        bin,
+        data_dir: std::env::temp_dir().join(format!("ptslog-mtproto-{suffix}")),
+        slot: format!("relay_{suffix}"),
+        db,
+        http_port: free_port(),
+        mt_port: free_port(),
+    };
+    let mut server = setup.spawn();
+    let key = setup.wait_ready(&mut server).await;
+    assert!(key["pem"]
+        .as_str()
+        .is_some_and(|p| p.starts_with("-----BEGIN RSA PUBLIC KEY-----")));
+    assert_eq!(key["address"], format!("127.0.0.1:{}", setup.mt_port));
+    let key_file = setup.data_dir.join("mtproto_rsa_key.pem");
+    assert!(key_file.exists(), "the key is kept in the data folder");
+
+    let mut saved_session = String::new();
+    for (i, transport) in ["abridged", "full", "obfuscated"].iter().enumerate() {
+        let prefix = format!("1555{i}0");
+        let python2 = python.clone();
+        let out = {
+            let s = &setup;
+            tokio::task::block_in_place(|| s.run_script(&python2, &[transport, &prefix]))
+        };
+        for check in CHECKS {
+            assert!(
+                out.lines().any(|l| l == format!("CHECK {check}")),
+                "{transport}: check {check} missing:\n{out}"
+            );
+        }
+        assert!(
+            out.lines().any(|l| l == format!("E2E OK {transport}")),
+            "{out}"
+        );
+        if let Some(line) = out.lines().find_map(|l| l.strip_prefix("SESSION ")) {
+            saved_session = line.to_string();
+        }
+    }
+
+    // A restart keeps the server key (data folder) and the client's auth key (Postgres).
+    drop(server);
+    let mut server = setup.spawn();
+    let again = setup.wait_ready(&mut server).await;
+    assert_eq!(again["fingerprint"], key["fingerprint"]);
+    let out = tokio::task::block_in_place(|| {
+        setup.run_script(&python, &["intermediate", "reconnect", &saved_session])
+    });
+    assert!(out.contains("CHECK same_user_after_reconnect"), "{out}");
+    assert!(out.lines().any(|l| l == "RECONNECT OK"), "{out}");
+
+    drop(server);
+    setup.cleanup().await;
+}
