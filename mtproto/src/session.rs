@@ -84,6 +84,44 @@ pub fn decrypt(key: &AuthKey, packet: &[u8]) -> Result<Plain, DecryptError> {
     })
 }
 
+/// Decrypts an MTProto 1.0 message (the binding message of `auth.bindTempAuthKey`): msg_key is
+/// the low 128 bits of SHA1 of the plaintext without padding.
+pub fn decrypt_v1(key: &AuthKey, packet: &[u8]) -> Result<Plain, DecryptError> {
+    if packet.len() < 24 + 48 || (packet.len() - 24) % 16 != 0 {
+        return Err(DecryptError::Shape);
+    }
+    if auth_key_id(packet) != Some(key.id()) {
+        return Err(DecryptError::MsgKey);
+    }
+    let msg_key: [u8; 16] = packet[8..24].try_into().map_err(|_| DecryptError::Shape)?;
+    let mut data = packet[24..].to_vec();
+    let (k, iv) = key.aes_key_iv_v1(&msg_key, Side::Client);
+    ige_decrypt(&mut data, &k, &iv);
+    let mut r = Reader::new(&data);
+    let (salt, session_id, msg_id) = (
+        r.i64().map_err(|_| DecryptError::Shape)?,
+        r.i64().map_err(|_| DecryptError::Shape)?,
+        r.i64().map_err(|_| DecryptError::Shape)?,
+    );
+    let seq_no = r.i32().map_err(|_| DecryptError::Shape)?;
+    let len = usize::try_from(r.i32().map_err(|_| DecryptError::Shape)?)
+        .map_err(|_| DecryptError::Length)?;
+    if 32 + len > data.len() || data.len() - 32 - len >= 16 {
+        return Err(DecryptError::Length);
+    }
+    let h = crate::crypto::sha1(&[&data[..32 + len]]);
+    if h[4..20] != msg_key {
+        return Err(DecryptError::MsgKey);
+    }
+    Ok(Plain {
+        salt,
+        session_id,
+        msg_id,
+        seq_no,
+        body: data[32..32 + len].to_vec(),
+    })
+}
+
 /// Encrypts a message for `side`'s peer (the server encrypts with [`Side::Server`]).
 pub fn encrypt(key: &AuthKey, side: Side, m: &Plain) -> Vec<u8> {
     let mut w = Writer::new();
@@ -136,8 +174,23 @@ pub struct Session {
     announced: bool,
 }
 
-fn is_content(id: u32) -> bool {
-    !matches!(id, MSGS_ACK | MSG_CONTAINER | MSGS_STATE_INFO)
+/// Whether a client message must carry an odd seq_no (`Some(true)`: content-related, i.e. an API
+/// call), an even one (`Some(false)`: acks, containers) or either: clients disagree about service
+/// messages (Telethon sends ping as content-related, Pyrogram not), and Telegram accepts both.
+fn expected_parity(id: u32) -> Option<bool> {
+    match id {
+        MSGS_ACK | MSG_CONTAINER | MSGS_STATE_INFO => Some(false),
+        PING
+        | PING_DELAY_DISCONNECT
+        | HTTP_WAIT
+        | MSG_RESEND_REQ
+        | MSGS_STATE_REQ
+        | GET_FUTURE_SALTS
+        | DESTROY_SESSION
+        | RPC_DROP_ANSWER
+        | GZIP_PACKED => None,
+        _ => Some(true),
+    }
 }
 
 impl Session {
@@ -254,13 +307,15 @@ impl Session {
         let Ok(id) = r.u32() else {
             return;
         };
-        let parity_ok = (seq_no & 1 == 1) == is_content(id);
-        if !parity_ok && id != GZIP_PACKED {
-            out.push(Action::Send {
-                body: bad_msg_notification(msg_id, seq_no, if is_content(id) { 34 } else { 35 }),
-                content: false,
-            });
-            return;
+        // 34: an even seq_no was expected, 35: an odd one.
+        if let Some(odd) = expected_parity(id) {
+            if (seq_no & 1 == 1) != odd {
+                out.push(Action::Send {
+                    body: bad_msg_notification(msg_id, seq_no, if odd { 35 } else { 34 }),
+                    content: false,
+                });
+                return;
+            }
         }
         let result: Result<(), TlError> = (|| {
             match id {
@@ -428,6 +483,30 @@ mod tests {
     }
 
     #[test]
+    fn v1_binding_messages_decrypt() {
+        let k = key();
+        let mut w = Writer::new();
+        w.i64(1).i64(2).i64(msg_id(0, 1)).i32(0).i32(8).i64(99);
+        let plain = w.buf.clone();
+        let h = crate::crypto::sha1(&[&plain]);
+        let msg_key: [u8; 16] = h[4..20].try_into().unwrap();
+        let mut data = plain;
+        data.extend_from_slice(&[0u8; 8]);
+        let (aes, iv) = k.aes_key_iv_v1(&msg_key, Side::Client);
+        ige_encrypt(&mut data, &aes, &iv);
+        let mut packet = k.id().to_le_bytes().to_vec();
+        packet.extend_from_slice(&msg_key);
+        packet.extend_from_slice(&data);
+        let m = decrypt_v1(&k, &packet).unwrap();
+        assert_eq!(
+            (m.salt, m.session_id, m.body.clone()),
+            (1, 2, 99i64.to_le_bytes().to_vec())
+        );
+        packet[30] ^= 1;
+        assert!(decrypt_v1(&k, &packet).is_err());
+    }
+
+    #[test]
     fn session_rules() {
         let mut s = Session::new(42, 5);
         // First message: new_session_created, then the call.
@@ -461,16 +540,36 @@ mod tests {
                 }]
             );
         }
-        // An even seq_no for a call: 34.
+        // An even seq_no for a call: 35 (odd expected).
         let id = msg_id(0, 9);
         let m = decrypt(&key(), &client_msg(5, id, 6, call(4))).unwrap();
         assert_eq!(
             s.receive(&m, NOW),
             vec![Action::Send {
-                body: bad_msg_notification(id, 6, 34),
+                body: bad_msg_notification(id, 6, 35),
                 content: false
             }]
         );
+        // An odd seq_no for an ack: 34 (even expected); a ping may have either.
+        let id = msg_id(0, 10);
+        let mut ack = Writer::new();
+        ack.u32(MSGS_ACK).vec_i64(&[1]);
+        let m = decrypt(&key(), &client_msg(5, id, 7, ack.buf)).unwrap();
+        assert_eq!(
+            s.receive(&m, NOW),
+            vec![Action::Send {
+                body: bad_msg_notification(id, 7, 34),
+                content: false
+            }]
+        );
+        for (n, seq) in [(11, 8), (12, 9)] {
+            let mut ping = Writer::new();
+            ping.u32(PING).i64(n);
+            let m = decrypt(&key(), &client_msg(5, msg_id(0, n), seq, ping.buf)).unwrap();
+            assert!(
+                matches!(&s.receive(&m, NOW)[0], Action::Send { body, .. } if body[..4] == PONG.to_le_bytes())
+            );
+        }
     }
 
     #[test]

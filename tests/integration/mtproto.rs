@@ -4,7 +4,8 @@
 //! the same phone is the same account), resolving each other, messages, an edit, a deletion, a
 //! read, each seen live through Telethon's own update handling, and a second device of the first
 //! account that was offline and catches up with getDifference; over the abridged, full and
-//! obfuscated transports. Then the server restarts and a saved client session reconnects with its
+//! obfuscated transports. Kurigram (a Pyrogram fork) then signs up two more accounts and chats.
+//! Then the server restarts and a saved client session reconnects with its
 //! auth key (kept in Postgres) and server key (kept in the data folder).
 
 use std::path::{Path, PathBuf};
@@ -18,8 +19,10 @@ use sqlx::Connection;
 use crate::two_processes::ptslog_binary;
 
 const TELETHON: &str = "1.45.0";
+const KURIGRAM: &str = "2.2.26";
 
-/// `<target dir>/mtproto-venv/bin/python` with Telethon installed (reused when present).
+/// `<target dir>/mtproto-venv/bin/python` with Telethon and Kurigram installed (reused when
+/// present).
 fn telethon_python() -> Result<PathBuf, String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     // target/<profile>/deps/integration-<hash>
@@ -34,7 +37,10 @@ fn telethon_python() -> Result<PathBuf, String> {
         Command::new(python)
             .args([
                 "-c",
-                &format!("import telethon,sys; sys.exit(telethon.__version__ != '{TELETHON}')"),
+                &format!(
+                    "import sys, telethon, pyrogram; \
+                     sys.exit(telethon.__version__ != '{TELETHON}' or pyrogram.__version__ != '{KURIGRAM}')"
+                ),
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -61,10 +67,13 @@ fn telethon_python() -> Result<PathBuf, String> {
             "--disable-pip-version-check",
         ])
         .arg(format!("telethon=={TELETHON}"))
+        .arg(format!("kurigram=={KURIGRAM}"))
         .status()
         .map_err(|e| format!("pip: {e}"))?;
     if !status.success() || !has_it(&python) {
-        return Err(format!("pip install telethon=={TELETHON} failed: {status}"));
+        return Err(format!(
+            "pip install telethon=={TELETHON} kurigram=={KURIGRAM} failed: {status}"
+        ));
     }
     Ok(python)
 }
@@ -172,11 +181,13 @@ impl Setup {
         active == Some(true)
     }
 
-    /// Runs the Telethon script; answers its stdout, after asserting it exited 0.
-    fn run_script(&self, python: &Path, args: &[&str]) -> String {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mtproto/telethon_e2e.py");
+    /// Runs a client script; answers its stdout, after asserting it exited 0.
+    fn run_script(&self, python: &Path, script: &str, args: &[&str]) -> String {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("mtproto")
+            .join(script);
         let out = Command::new(python)
-            .arg(script)
+            .arg(&script)
             .arg(self.http())
             .arg("127.0.0.1")
             .arg(self.mt_port.to_string())
@@ -187,7 +198,8 @@ impl Setup {
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(
             out.status.success(),
-            "telethon_e2e.py {args:?} failed ({}):\n{stdout}\n{}",
+            "{} {args:?} failed ({}):\n{stdout}\n{}",
+            script.display(),
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
@@ -234,7 +246,7 @@ const CHECKS: &[&str] = &[
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn telethon_signs_in_and_chats_over_abridged_full_and_obfuscated() {
+async fn telethon_and_kurigram_sign_in_and_chat_over_abridged_full_and_obfuscated() {
     let python = tokio::task::spawn_blocking(telethon_python)
         .await
         .expect("installer thread")
@@ -268,7 +280,9 @@ async fn telethon_signs_in_and_chats_over_abridged_full_and_obfuscated() {
         let python2 = python.clone();
         let out = {
             let s = &setup;
-            tokio::task::block_in_place(|| s.run_script(&python2, &[transport, &prefix]))
+            tokio::task::block_in_place(|| {
+                s.run_script(&python2, "telethon_e2e.py", &[transport, &prefix])
+            })
         };
         for check in CHECKS {
             assert!(
@@ -285,13 +299,36 @@ async fn telethon_signs_in_and_chats_over_abridged_full_and_obfuscated() {
         }
     }
 
+    // A second client, another code base: Kurigram (a Pyrogram fork).
+    let out =
+        tokio::task::block_in_place(|| setup.run_script(&python, "kurigram_e2e.py", &["155590"]));
+    for check in [
+        "sign_up_and_in",
+        "get_me",
+        "resolve_phone",
+        "send",
+        "live_receive",
+        "live_reply",
+        "history",
+    ] {
+        assert!(
+            out.lines().any(|l| l == format!("CHECK {check}")),
+            "kurigram: check {check} missing:\n{out}"
+        );
+    }
+    assert!(out.lines().any(|l| l == "E2E OK kurigram"), "{out}");
+
     // A restart keeps the server key (data folder) and the client's auth key (Postgres).
     drop(server);
     let mut server = setup.spawn();
     let again = setup.wait_ready(&mut server).await;
     assert_eq!(again["fingerprint"], key["fingerprint"]);
     let out = tokio::task::block_in_place(|| {
-        setup.run_script(&python, &["intermediate", "reconnect", &saved_session])
+        setup.run_script(
+            &python,
+            "telethon_e2e.py",
+            &["intermediate", "reconnect", &saved_session],
+        )
     });
     assert!(out.contains("CHECK same_user_after_reconnect"), "{out}");
     assert!(out.lines().any(|l| l == "RECONNECT OK"), "{out}");

@@ -71,6 +71,27 @@ impl AuthKey {
         out
     }
 
+    /// MTProto 1.0's key and iv (SHA1-based); still used for the message inside
+    /// `auth.bindTempAuthKey`, which is encrypted with the permanent key.
+    pub fn aes_key_iv_v1(&self, msg_key: &[u8; 16], side: Side) -> ([u8; 32], [u8; 32]) {
+        let x = side.x();
+        let k = &self.key;
+        let a = sha1(&[msg_key, &k[x..x + 32]]);
+        let b = sha1(&[&k[32 + x..48 + x], msg_key, &k[48 + x..64 + x]]);
+        let c = sha1(&[&k[64 + x..96 + x], msg_key]);
+        let d = sha1(&[msg_key, &k[96 + x..128 + x]]);
+        let mut key = [0u8; 32];
+        key[..8].copy_from_slice(&a[..8]);
+        key[8..20].copy_from_slice(&b[8..20]);
+        key[20..].copy_from_slice(&c[4..16]);
+        let mut iv = [0u8; 32];
+        iv[..12].copy_from_slice(&a[8..20]);
+        iv[12..20].copy_from_slice(&b[..8]);
+        iv[20..24].copy_from_slice(&c[16..20]);
+        iv[24..].copy_from_slice(&d[..8]);
+        (key, iv)
+    }
+
     /// The AES-256-IGE key and iv for a message with this msg_key.
     pub fn aes_key_iv(&self, msg_key: &[u8; 16], side: Side) -> ([u8; 32], [u8; 32]) {
         let x = side.x();

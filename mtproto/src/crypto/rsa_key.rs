@@ -71,6 +71,14 @@ impl ServerKey {
             .unwrap_or_default()
     }
 
+    /// The modulus and public exponent, big-endian (for clients configured with numbers).
+    pub fn public_numbers(&self) -> (Vec<u8>, Vec<u8>) {
+        (
+            self.private.n().to_bytes_be(),
+            self.private.e().to_bytes_be(),
+        )
+    }
+
     /// The low 64 bits of SHA1 of the TL-serialized modulus and exponent.
     pub fn fingerprint(&self) -> i64 {
         self.fingerprint

@@ -51,6 +51,8 @@ pub(super) struct Conn {
     push_rx: Option<mpsc::Receiver<Outgoing>>,
     /// The API layer the client announced with invokeWithLayer.
     pub layer: Option<i32>,
+    /// The msg_id of the call being served (auth.bindTempAuthKey checks it).
+    pub current_msg_id: i64,
     /// The phone whose code this connection proved with auth.signIn (for auth.signUp).
     pub verified_phone: Option<String>,
     idle: Duration,
@@ -173,6 +175,24 @@ impl Conn {
         Ok(())
     }
 
+    /// Re-reads whom the current key is signed in as (after auth.bindTempAuthKey).
+    pub async fn refresh_sign_in(&mut self) -> Result<(), sqlx::Error> {
+        let Some(id) = self.key.as_ref().map(|k| k.auth_key.id()) else {
+            return Ok(());
+        };
+        let session = self.session.as_ref().map(|s| s.id).unwrap_or(0);
+        if let Some((user, authz)) = self.front.keys.load(id).await?.and_then(|k| k.signed_in) {
+            if let Ok(user_id) = UserId::new(user) {
+                self.sign_in(Caller {
+                    user_id,
+                    auth_key_id: AuthKeyId(authz),
+                    session_id: SessionId(session),
+                });
+            }
+        }
+        Ok(())
+    }
+
     async fn encrypted(&mut self, id: i64, packet: &[u8]) -> Out {
         if self.load_key(id).await.is_err() {
             return Out {
@@ -213,6 +233,7 @@ impl Conn {
             let (body, content) = match action {
                 Action::Send { body, content } => (body, content),
                 Action::Call { msg_id, body } => {
+                    self.current_msg_id = msg_id;
                     let result = match calls::call(self, &body).await {
                         Ok(bytes) => rpc_result(msg_id, &bytes),
                         Err(e) => rpc_error(msg_id, e.code, &e.message),
@@ -266,6 +287,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
         push_rx: None,
         layer: None,
         verified_phone: None,
+        current_msg_id: 0,
         idle: IDLE,
     };
     let mut buf = vec![0u8; 64 * 1024];

@@ -33,6 +33,9 @@ pub struct PublicKeyInfo {
     /// The key's fingerprint as clients compute it (signed 64-bit).
     pub fingerprint: i64,
     pub fingerprint_hex: String,
+    /// The modulus and exponent as hex, for clients configured with numbers (Pyrogram forks).
+    pub modulus_hex: String,
+    pub exponent_hex: String,
     /// The MTProto listener, as `help.getConfig` announces it.
     pub address: String,
 }
@@ -63,7 +66,10 @@ pub async fn start(
         .with_context(|| format!("binding the MTProto listener on {addr}"))?;
     let local = listener.local_addr()?;
     let public_addr = config.mtproto_public_addr.unwrap_or(local);
+    let (n, e) = server_key.public_numbers();
     let info = PublicKeyInfo {
+        modulus_hex: hex::encode(n),
+        exponent_hex: hex::encode(e),
         pem: server_key.public_pem(),
         fingerprint: server_key.fingerprint(),
         fingerprint_hex: format!("{:016x}", server_key.fingerprint()),

@@ -11,7 +11,9 @@
 use application::commands::login::{normalize_phone, Login};
 use application::tl::RpcError;
 use application::AppError;
-use mtproto::crypto::sha256;
+use mtproto::crypto::{sha256, AuthKey};
+use mtproto::session::decrypt_v1;
+use mtproto::tl::Reader;
 use serde_json::{json, Value};
 
 use super::calls::CallError;
@@ -117,9 +119,71 @@ pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result
             conn.sign_out();
             Ok(json!({"_": "auth.loggedOut"}))
         }
-        "auth.bindTempAuthKey" => Err(CallError::new(400, "TEMP_AUTH_KEY_UNSUPPORTED")),
+        "auth.bindTempAuthKey" => bind_temp_auth_key(conn, request).await,
         _ => Err(CallError::new(400, "METHOD_INVALID")),
     }
+}
+
+const BIND_AUTH_KEY_INNER: u32 = 0x75a3f765;
+
+/// auth.bindTempAuthKey: the binding message, encrypted (MTProto 1.0) with the permanent key,
+/// must name this temporary key, this session, this call's msg_id and the same nonce and expiry.
+async fn bind_temp_auth_key(conn: &mut Conn, request: &Value) -> Result<Value, CallError> {
+    let invalid = || CallError::new(400, "ENCRYPTED_MESSAGE_INVALID");
+    let perm_id = request["perm_auth_key_id"].as_i64().ok_or_else(invalid)?;
+    let nonce = request["nonce"].as_i64().ok_or_else(invalid)?;
+    let expires_at = request["expires_at"].as_i64().ok_or_else(invalid)?;
+    let message = request["encrypted_message"]
+        .as_str()
+        .and_then(|h| hex::decode(h).ok())
+        .ok_or_else(invalid)?;
+    let temp_id = conn
+        .key
+        .as_ref()
+        .map(|k| k.auth_key.id())
+        .ok_or_else(invalid)?;
+    let session_id = conn.session.as_ref().map(|s| s.id).ok_or_else(invalid)?;
+    let storage = |e: sqlx::Error| {
+        tracing::error!(error = %e, "binding a temporary key");
+        CallError::new(500, "INTERNAL")
+    };
+    let perm = conn
+        .front
+        .keys
+        .load(perm_id)
+        .await
+        .map_err(storage)?
+        .filter(|k| !k.temporary)
+        .and_then(|k| AuthKey::from_slice(&k.auth_key))
+        .ok_or_else(|| CallError::new(400, "PERM_AUTH_KEY_INVALID"))?;
+    let m = decrypt_v1(&perm, &message).map_err(|_| invalid())?;
+    let mut r = Reader::new(&m.body);
+    let fields = (|| -> Result<_, mtproto::tl::TlError> {
+        Ok((r.u32()?, r.i64()?, r.i64()?, r.i64()?, r.i64()?, r.i32()?))
+    })()
+    .map_err(|_| invalid())?;
+    let expected = (
+        BIND_AUTH_KEY_INNER,
+        nonce,
+        temp_id,
+        perm_id,
+        session_id,
+        expires_at as i32,
+    );
+    if fields != expected || m.msg_id != conn.current_msg_id {
+        return Err(invalid());
+    }
+    let bound = conn
+        .front
+        .keys
+        .bind_temp(temp_id, perm_id, expires_at as i32)
+        .await
+        .map_err(storage)?;
+    if !bound {
+        return Err(CallError::new(400, "TEMP_AUTH_KEY_EMPTY"));
+    }
+    conn.refresh_sign_in().await.map_err(storage)?;
+    Ok(json!(true))
 }
 
 /// Signs the connection's key in as a new device of the phone's account.
