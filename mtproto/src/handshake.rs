@@ -197,7 +197,7 @@ fn rsa_pad_format(plain: &[u8; 256]) -> Option<PqInner> {
     parse_pq_inner(&mut Reader::new(&data)).ok()
 }
 
-fn tmp_aes(new_nonce: &[u8; 32], server_nonce: &[u8; 16]) -> ([u8; 32], [u8; 32]) {
+pub(crate) fn tmp_aes(new_nonce: &[u8; 32], server_nonce: &[u8; 16]) -> ([u8; 32], [u8; 32]) {
     let ns = sha1(&[new_nonce, server_nonce]);
     let sn = sha1(&[server_nonce, new_nonce]);
     let nn = sha1(&[new_nonce, new_nonce]);
@@ -211,7 +211,7 @@ fn tmp_aes(new_nonce: &[u8; 32], server_nonce: &[u8; 16]) -> ([u8; 32], [u8; 32]
     (key, iv)
 }
 
-fn random<const N: usize>() -> [u8; N] {
+pub(crate) fn random<const N: usize>() -> [u8; N] {
     let mut b = [0u8; N];
     rand::thread_rng().fill_bytes(&mut b);
     b
@@ -381,66 +381,10 @@ impl Handshake {
     }
 }
 
-/// The client's side of the exchange, for tests (both RSA encodings).
-#[cfg(test)]
-pub(crate) mod client {
-    use super::*;
-
-    pub fn pq_inner(
-        pq: &[u8],
-        p: u32,
-        q: u32,
-        nonce: &[u8; 16],
-        sn: &[u8; 16],
-        nn: &[u8; 32],
-    ) -> Vec<u8> {
-        let mut w = Writer::new();
-        w.u32(P_Q_INNER_DATA_DC)
-            .bytes(pq)
-            .bytes(&p.to_be_bytes())
-            .bytes(&q.to_be_bytes())
-            .raw(nonce)
-            .raw(sn)
-            .raw(nn)
-            .i32(2);
-        w.buf
-    }
-
-    pub fn old_encrypt(key: &ServerKey, data: &[u8]) -> Vec<u8> {
-        let mut plain = vec![0u8];
-        plain.extend_from_slice(&sha1(&[data]));
-        plain.extend_from_slice(data);
-        while plain.len() < 256 {
-            plain.push(rand::random());
-        }
-        key.encrypt_raw(&plain)
-    }
-
-    pub fn rsa_pad_encrypt(key: &ServerKey, data: &[u8]) -> Vec<u8> {
-        let mut padded = data.to_vec();
-        while padded.len() < 192 {
-            padded.push(rand::random());
-        }
-        loop {
-            let temp_key: [u8; 32] = random();
-            let mut with_hash: Vec<u8> = padded.iter().rev().copied().collect();
-            with_hash.extend_from_slice(&sha256(&[&temp_key, &padded]));
-            ige_encrypt(&mut with_hash, &temp_key, &[0u8; 32]);
-            let h = sha256(&[&with_hash]);
-            let mut out: Vec<u8> = temp_key.iter().zip(h).map(|(a, b)| a ^ b).collect();
-            out.extend_from_slice(&with_hash);
-            // Must be below the modulus: retry with another temp key otherwise.
-            if out[0] < 0x80 {
-                return key.encrypt_raw(&out);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::client::*;
     use super::*;
+    use crate::client::{old_encrypt, pq_inner, rsa_pad_encrypt};
 
     fn factor(pq: u64) -> (u32, u32) {
         let mut p = 3u64;
@@ -486,11 +430,11 @@ mod tests {
         pq8[8 - pq_bytes.len()..].copy_from_slice(&pq_bytes);
         let (p, q) = factor(u64::from_be_bytes(pq8));
         let nn: [u8; 32] = random();
-        let inner = pq_inner(&pq_bytes, p, q, &nonce, &sn, &nn);
+        let inner = pq_inner(&pq_bytes, p, q, &nonce, &sn, &nn, None);
         let enc = if old {
-            old_encrypt(key, &inner)
+            old_encrypt(&key.public_key(), &inner)
         } else {
-            rsa_pad_encrypt(key, &inner)
+            rsa_pad_encrypt(&key.public_key(), &inner)
         };
         let mut w = Writer::new();
         w.u32(REQ_DH_PARAMS)

@@ -7,6 +7,7 @@
 //! message layer: salts, msg_id and seq_no rules, containers, service messages). The server crate
 //! adds the sockets and the RPC handlers.
 
+pub mod client;
 pub mod crypto;
 pub mod handshake;
 pub mod service;

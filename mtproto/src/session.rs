@@ -48,15 +48,20 @@ pub fn auth_key_id(packet: &[u8]) -> Option<i64> {
 /// Decrypts a client packet: auth_key_id ‖ msg_key ‖ AES-IGE(data). Trailing bytes past the
 /// last 16-byte block (padded intermediate's padding) are ignored.
 pub fn decrypt(key: &AuthKey, packet: &[u8]) -> Result<Plain, DecryptError> {
+    decrypt_from(key, Side::Client, packet)
+}
+
+/// Decrypts a packet `side` encrypted (a client reads the server's with [`Side::Server`]).
+pub fn decrypt_from(key: &AuthKey, side: Side, packet: &[u8]) -> Result<Plain, DecryptError> {
     if packet.len() < 24 + 48 {
         return Err(DecryptError::Shape);
     }
     let msg_key: [u8; 16] = packet[8..24].try_into().map_err(|_| DecryptError::Shape)?;
     let mut data = packet[24..].to_vec();
     data.truncate(data.len() - data.len() % 16);
-    let (k, iv) = key.aes_key_iv(&msg_key, Side::Client);
+    let (k, iv) = key.aes_key_iv(&msg_key, side);
     ige_decrypt(&mut data, &k, &iv);
-    if key.msg_key(&data, Side::Client) != msg_key {
+    if key.msg_key(&data, side) != msg_key {
         return Err(DecryptError::MsgKey);
     }
     let mut r = Reader::new(&data);

@@ -8,6 +8,8 @@
 //! Then the server restarts and a saved client session reconnects with its
 //! auth key (kept in Postgres) and server key (kept in the data folder).
 
+mod raw;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -298,6 +300,9 @@ async fn telethon_and_kurigram_sign_in_and_chat_over_abridged_full_and_obfuscate
             saved_session = line.to_string();
         }
     }
+
+    // The protocol at the byte level: RSA_PAD, temporary keys, hostile input.
+    raw::protocol_checks(&setup, &key).await;
 
     // A second client, another code base: Kurigram (a Pyrogram fork).
     let out =

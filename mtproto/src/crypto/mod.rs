@@ -11,7 +11,7 @@ pub use auth_key::{AuthKey, Side};
 pub use dh::{DhError, DhSecret, DH_G, DH_PRIME};
 pub use ige::{ige_decrypt, ige_encrypt};
 pub use pq::PqPair;
-pub use rsa_key::{RsaKeyError, ServerKey};
+pub use rsa_key::{PublicKey, RsaKeyError, ServerKey};
 
 use sha1::{Digest as _, Sha1};
 use sha2::Sha256;

@@ -97,12 +97,43 @@ impl ServerKey {
         Some(out)
     }
 
-    /// Textbook RSA with the public key (tests and tools playing the client).
+    /// The public half, as a client holds it.
+    pub fn public_key(&self) -> PublicKey {
+        let (n, e) = self.public_numbers();
+        PublicKey::new(&n, &e)
+    }
+}
+
+/// A server's public key as a client holds it (tests and tools).
+#[derive(Debug, Clone)]
+pub struct PublicKey {
+    n: BigUint,
+    e: BigUint,
+}
+
+impl PublicKey {
+    /// From the big-endian modulus and exponent.
+    pub fn new(n: &[u8], e: &[u8]) -> Self {
+        Self {
+            n: BigUint::from_bytes_be(n),
+            e: BigUint::from_bytes_be(e),
+        }
+    }
+
+    pub fn fingerprint(&self) -> i64 {
+        let mut w = Writer::new();
+        w.bytes(&self.n.to_bytes_be()).bytes(&self.e.to_bytes_be());
+        let h = sha1(&[&w.buf]);
+        let mut low = [0u8; 8];
+        low.copy_from_slice(&h[12..20]);
+        i64::from_le_bytes(low)
+    }
+
+    /// Textbook RSA: m^e mod n, 256 bytes.
     pub fn encrypt_raw(&self, plain: &[u8]) -> Vec<u8> {
-        let m = BigUint::from_bytes_be(plain);
-        let c = m.modpow(self.private.e(), self.private.n());
+        let c = BigUint::from_bytes_be(plain).modpow(&self.e, &self.n);
         let b = c.to_bytes_be();
-        let mut out = vec![0u8; 256 - b.len()];
+        let mut out = vec![0u8; 256usize.saturating_sub(b.len())];
         out.extend_from_slice(&b);
         out
     }

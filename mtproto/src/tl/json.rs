@@ -42,6 +42,15 @@ fn decode_boxed(schema: &Schema, r: &mut Reader<'_>, depth: usize) -> Result<Val
     match id {
         BOOL_TRUE => return Ok(Value::Bool(true)),
         BOOL_FALSE => return Ok(Value::Bool(false)),
+        // A vector where an object stands (a function's `Vector<User>` result): of objects.
+        VECTOR => {
+            let n = r.count(4)?;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                items.push(decode_boxed(schema, r, depth + 1)?);
+            }
+            return Ok(Value::Array(items));
+        }
         GZIP_PACKED => {
             let inner = gunzip(r.bytes()?)?;
             return decode_boxed(schema, &mut Reader::new(&inner), depth + 1);

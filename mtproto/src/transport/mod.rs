@@ -10,7 +10,7 @@ mod obfuscated;
 mod server;
 
 pub use framing::{Framing, Kind};
-pub use obfuscated::Obfuscation;
+pub use obfuscated::{ClientObfuscation, Obfuscation};
 pub use server::ServerTransport;
 
 /// The stream cannot be read any further; the connection must close.

@@ -1,0 +1,421 @@
+//! The MTProto front at the protocol level, with a client written from the protocol description
+//! (`ptslog_mtproto::client`): what the real-client tests cannot reach. The RSA_PAD handshake
+//! (TDesktop's) over obfuscated padded intermediate, a permanent and a temporary key bound with
+//! `auth.bindTempAuthKey`, sign-up over the temporary key (which signs in the permanent one), and
+//! hostile input: an unknown key, a replayed msg_id, a wrong salt, a stale msg_id, an oversized
+//! frame and a garbage obfuscation header, each answered or closed on that connection only.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mtproto::client::{encrypt_v1, ClientHandshake, ClientStep, RsaEncoding};
+use mtproto::crypto::{AuthKey, PublicKey, Side};
+use mtproto::handshake::{decode_plain, encode_plain};
+use mtproto::service::{BAD_MSG_NOTIFICATION, BAD_SERVER_SALT, PING, PONG, RPC_ERROR, RPC_RESULT};
+use mtproto::session::{decrypt_from, encrypt, Plain};
+use mtproto::tl::{decode_object, encode_object, gunzip, Reader, Schema, Writer, GZIP_PACKED};
+use mtproto::transport::{ClientObfuscation, Framing, Kind, Obfuscation};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::Setup;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A framed (and maybe obfuscated) connection, as a client.
+struct Conn {
+    stream: TcpStream,
+    framing: Framing,
+    obf: Option<ClientObfuscation>,
+    buf: Vec<u8>,
+    last_msg_id: i64,
+}
+
+impl Conn {
+    async fn open(port: u16, kind: Kind, obfuscated: bool) -> Conn {
+        let mut stream = TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connect");
+        let mut obf = None;
+        if obfuscated {
+            let (header, client) = Obfuscation::client_header(kind);
+            stream.write_all(&header).await.expect("write header");
+            obf = Some(client);
+        } else {
+            let tag: &[u8] = match kind {
+                Kind::Abridged => &[0xef],
+                Kind::Intermediate => &[0xee; 4],
+                Kind::PaddedIntermediate => &[0xdd; 4],
+                Kind::Full => &[],
+            };
+            stream.write_all(tag).await.expect("write tag");
+        }
+        Conn {
+            stream,
+            framing: Framing::new(kind),
+            obf,
+            buf: Vec::new(),
+            last_msg_id: 0,
+        }
+    }
+
+    async fn send_raw(&mut self, mut bytes: Vec<u8>) {
+        if let Some(o) = &mut self.obf {
+            o.encrypt(&mut bytes);
+        }
+        let _ = self.stream.write_all(&bytes).await;
+    }
+
+    async fn send(&mut self, payload: &[u8]) {
+        let mut out = Vec::new();
+        self.framing.encode_as_client(payload, &mut out);
+        self.send_raw(out).await;
+    }
+
+    /// The next packet, or `None` when the server closed the connection.
+    async fn recv(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if let Some(p) = self.framing.decode(&mut self.buf).expect("server frames") {
+                return Some(p);
+            }
+            let mut chunk = vec![0u8; 65536];
+            let n = tokio::time::timeout(WAIT, self.stream.read(&mut chunk))
+                .await
+                .expect("server answers or closes in time")
+                .unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+            chunk.truncate(n);
+            if let Some(o) = &mut self.obf {
+                o.decrypt(&mut chunk);
+            }
+            self.buf.extend_from_slice(&chunk);
+        }
+    }
+
+    fn msg_id(&mut self) -> i64 {
+        let ms = now_ms();
+        let mut id = ((ms / 1000) << 32) | ((((ms % 1000) << 32) / 1000) & !3);
+        if id <= self.last_msg_id {
+            id = self.last_msg_id + 4;
+        }
+        self.last_msg_id = id;
+        id
+    }
+
+    async fn handshake(
+        &mut self,
+        key: &PublicKey,
+        encoding: RsaEncoding,
+        temp: Option<i32>,
+    ) -> (AuthKey, i64) {
+        let (mut hs, mut body) = ClientHandshake::start(key.clone(), encoding, temp);
+        loop {
+            let id = self.msg_id();
+            self.send(&encode_plain(id, &body)).await;
+            let packet = self.recv().await.expect("handshake answer");
+            let (_, reply) = decode_plain(&packet).expect("plain answer");
+            match hs.handle(reply).expect("valid server step") {
+                ClientStep::Send(next) => body = next,
+                ClientStep::Done { auth_key, salt } => return (auth_key, salt),
+            }
+        }
+    }
+}
+
+/// An encrypted session over a connection.
+struct Session {
+    conn: Conn,
+    key: AuthKey,
+    salt: i64,
+    id: i64,
+    content: i32,
+    /// Service messages seen while waiting for results.
+    seen: Vec<Vec<u8>>,
+}
+
+impl Session {
+    fn new(conn: Conn, key: AuthKey, salt: i64) -> Session {
+        Session {
+            conn,
+            key,
+            salt,
+            id: rand::random(),
+            content: 0,
+            seen: Vec::new(),
+        }
+    }
+
+    fn packet(&mut self, msg_id: i64, salt: i64, body: &[u8]) -> Vec<u8> {
+        self.content += 1;
+        encrypt(
+            &self.key,
+            Side::Client,
+            &Plain {
+                salt,
+                session_id: self.id,
+                msg_id,
+                seq_no: self.content * 2 - 1,
+                body: body.to_vec(),
+            },
+        )
+    }
+
+    /// The next server message's body, or `None` once the connection closed.
+    async fn next(&mut self) -> Option<Vec<u8>> {
+        let packet = self.conn.recv().await?;
+        assert!(packet.len() > 4, "transport error {packet:?}");
+        let m = decrypt_from(&self.key, Side::Server, &packet).expect("server message decrypts");
+        assert_eq!(m.session_id, self.id);
+        Some(m.body)
+    }
+
+    /// Sends a call with this msg_id and answers its result: Ok(object) or Err(error message).
+    async fn call_with_id(&mut self, msg_id: i64, request: &Value) -> Result<Value, String> {
+        let mut w = Writer::new();
+        encode_object(Schema::api(), request, &mut w).expect("request encodes");
+        let packet = self.packet(msg_id, self.salt, &w.buf);
+        self.conn.send(&packet).await;
+        loop {
+            let body = self.next().await.expect("an answer before close");
+            let mut r = Reader::new(&body);
+            if r.u32().unwrap() != RPC_RESULT || r.i64().unwrap() != msg_id {
+                self.seen.push(body);
+                continue;
+            }
+            let mut rest = r.remaining().to_vec();
+            if rest[..4] == GZIP_PACKED.to_le_bytes() {
+                let mut g = Reader::new(&rest[4..]);
+                rest = gunzip(g.bytes().unwrap()).unwrap();
+            }
+            if rest[..4] == RPC_ERROR.to_le_bytes() {
+                let mut e = Reader::new(&rest[4..]);
+                let _code = e.i32().unwrap();
+                return Err(e.string().unwrap());
+            }
+            return Ok(
+                decode_object(Schema::api(), &mut Reader::new(&rest)).expect("result decodes")
+            );
+        }
+    }
+
+    async fn call(&mut self, request: Value) -> Result<Value, String> {
+        let id = self.conn.msg_id();
+        self.call_with_id(id, &request).await
+    }
+}
+
+fn init(query: Value) -> Value {
+    json!({"_": "invokeWithLayer", "layer": 230, "query": {"_": "initConnection", "api_id": 1,
+        "device_model": "raw", "system_version": "1", "app_version": "1",
+        "system_lang_code": "en", "lang_pack": "", "lang_code": "en", "query": query}})
+}
+
+pub(super) async fn protocol_checks(setup: &Setup, key_info: &Value) {
+    let key = PublicKey::new(
+        &hex::decode(key_info["modulus_hex"].as_str().unwrap()).unwrap(),
+        &hex::decode(key_info["exponent_hex"].as_str().unwrap()).unwrap(),
+    );
+    assert_eq!(key.fingerprint(), key_info["fingerprint"].as_i64().unwrap());
+    let port = setup.mt_port;
+
+    // TDesktop's way: RSA_PAD, obfuscated padded intermediate, a permanent and a temporary key.
+    let mut conn = Conn::open(port, Kind::PaddedIntermediate, true).await;
+    let (perm, perm_salt) = conn.handshake(&key, RsaEncoding::Pad, None).await;
+    let (temp, temp_salt) = conn.handshake(&key, RsaEncoding::Pad, Some(86400)).await;
+    let mut s = Session::new(conn, temp.clone(), temp_salt);
+    let config = s
+        .call(init(json!({"_": "help.getConfig"})))
+        .await
+        .expect("config");
+    assert_eq!(config["_"], "config");
+    assert_eq!(config["dc_options"][0]["port"], port);
+    assert_eq!(
+        s.call(json!({"_": "updates.getState"})).await,
+        Err("AUTH_KEY_UNREGISTERED".to_string())
+    );
+
+    // Bind the temporary key to the permanent one.
+    let expires_at = (now_ms() / 1000) as i32 + 86400;
+    let nonce: i64 = rand::random();
+    let msg_id = s.conn.msg_id();
+    let mut inner = Writer::new();
+    inner
+        .u32(0x75a3f765)
+        .i64(nonce)
+        .i64(temp.id())
+        .i64(perm.id())
+        .i64(s.id)
+        .i32(expires_at);
+    let binding = encrypt_v1(
+        &perm,
+        &Plain {
+            salt: rand::random(),
+            session_id: rand::random(),
+            msg_id,
+            seq_no: 0,
+            body: inner.buf,
+        },
+    );
+    let bind = |expires_at: i32| {
+        json!({"_": "auth.bindTempAuthKey", "perm_auth_key_id": perm.id(), "nonce": nonce,
+            "expires_at": expires_at, "encrypted_message": hex::encode(&binding)})
+    };
+    // A binding whose fields disagree with the encrypted message is refused.
+    assert_eq!(
+        s.call(bind(expires_at + 1)).await,
+        Err("ENCRYPTED_MESSAGE_INVALID".to_string())
+    );
+    assert_eq!(
+        s.call_with_id(msg_id, &bind(expires_at)).await,
+        Ok(json!(true))
+    );
+
+    // Sign up over the temporary key.
+    let phone = "+15559990001";
+    let sent = s
+        .call(
+            json!({"_": "auth.sendCode", "phone_number": phone, "api_id": 1, "api_hash": "x",
+            "settings": {"_": "codeSettings"}}),
+        )
+        .await
+        .expect("sentCode");
+    let hash = sent["phone_code_hash"].clone();
+    let sign_in = |code: &str| json!({"_": "auth.signIn", "phone_number": phone, "phone_code_hash": hash, "phone_code": code});
+    assert_eq!(
+        s.call(sign_in("54321")).await,
+        Err("PHONE_CODE_INVALID".to_string())
+    );
+    let r = s.call(sign_in("12345")).await.expect("signIn");
+    assert_eq!(r["_"], "auth.authorizationSignUpRequired");
+    let r = s
+        .call(
+            json!({"_": "auth.signUp", "phone_number": phone, "phone_code_hash": hash,
+            "first_name": "Raw", "last_name": ""}),
+        )
+        .await
+        .expect("signUp");
+    assert_eq!(r["user"]["first_name"], "Raw");
+    assert_eq!(r["user"]["self"], true);
+
+    // The permanent key, on a new plain-abridged connection, is signed in as that account.
+    let mut p = Session::new(
+        Conn::open(port, Kind::Abridged, false).await,
+        perm.clone(),
+        perm_salt,
+    );
+    let users = p
+        .call(init(
+            json!({"_": "users.getUsers", "id": [{"_": "inputUserSelf"}]}),
+        ))
+        .await
+        .expect("getUsers");
+    assert_eq!(users[0]["first_name"], "Raw");
+
+    // A replayed msg_id is dropped: two sends of the same ping, one pong.
+    let ping = |id: i64| {
+        let mut w = Writer::new();
+        w.u32(PING).i64(id);
+        w.buf
+    };
+    let replayed_id = p.conn.msg_id();
+    let salt = p.salt;
+    let packet = p.packet(replayed_id, salt, &ping(1));
+    p.conn.send(&packet).await;
+    p.conn.send(&packet).await;
+    let id2 = p.conn.msg_id();
+    let packet2 = p.packet(id2, salt, &ping(2));
+    p.conn.send(&packet2).await;
+    let mut pongs = Vec::new();
+    while !pongs.contains(&2) {
+        let body = p.next().await.expect("pongs");
+        let mut r = Reader::new(&body);
+        if r.u32().unwrap() == PONG {
+            r.i64().unwrap();
+            pongs.push(r.i64().unwrap());
+        }
+    }
+    assert_eq!(pongs, vec![1, 2], "the replay got no second pong");
+
+    // A wrong salt: bad_server_salt with the right one.
+    let id = p.conn.msg_id();
+    let packet = p.packet(id, salt ^ 1, &ping(3));
+    p.conn.send(&packet).await;
+    let body = p.next().await.expect("bad_server_salt");
+    let mut r = Reader::new(&body);
+    assert_eq!(r.u32().unwrap(), BAD_SERVER_SALT);
+    assert_eq!(r.i64().unwrap(), id);
+    r.i32().unwrap();
+    assert_eq!(r.i32().unwrap(), 48);
+    assert_eq!(r.i64().unwrap(), salt);
+
+    // A msg_id from ten minutes ago: bad_msg_notification 16.
+    let stale = ((now_ms() / 1000 - 600) << 32) + 4;
+    let packet = p.packet(stale, salt, &ping(4));
+    p.conn.send(&packet).await;
+    let body = p.next().await.expect("bad_msg_notification");
+    let mut r = Reader::new(&body);
+    assert_eq!(r.u32().unwrap(), BAD_MSG_NOTIFICATION);
+    assert_eq!(r.i64().unwrap(), stale);
+    r.i32().unwrap();
+    assert_eq!(r.i32().unwrap(), 16);
+
+    // Malformed TL in a call: an error answer, and the connection goes on.
+    let id = p.conn.msg_id();
+    let packet = p.packet(id, salt, &[0xc4, 0xf9, 0x18, 0x6b, 1, 2, 3, 4]);
+    p.conn.send(&packet).await;
+    let nearest = p
+        .call(json!({"_": "help.getNearestDc"}))
+        .await
+        .expect("still served");
+    assert_eq!(nearest["_"], "nearestDc");
+
+    // An unknown auth key: transport error -404, then the connection closes.
+    let mut c = Conn::open(port, Kind::Intermediate, false).await;
+    let stranger = AuthKey::new([9; 256]);
+    let packet = encrypt(
+        &stranger,
+        Side::Client,
+        &Plain {
+            salt: 0,
+            session_id: 1,
+            msg_id: c.msg_id(),
+            seq_no: 1,
+            body: ping(5),
+        },
+    );
+    c.send(&packet).await;
+    assert_eq!(c.recv().await, Some((-404i32).to_le_bytes().to_vec()));
+    assert_eq!(c.recv().await, None);
+
+    // An oversized frame (2 MiB announced): closed before it arrives.
+    let mut c = Conn::open(port, Kind::Abridged, false).await;
+    let words = (2u32 << 20) / 4;
+    let mut header = vec![0x7f];
+    header.extend_from_slice(&words.to_le_bytes()[..3]);
+    c.send_raw(header).await;
+    assert_eq!(c.recv().await, None);
+
+    // A garbage obfuscation header: closed.
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream.write_all(&[0x42; 64]).await.unwrap();
+    let mut b = [0u8; 16];
+    let n = tokio::time::timeout(WAIT, stream.read(&mut b))
+        .await
+        .expect("closed in time");
+    assert!(matches!(n, Ok(0) | Err(_)));
+
+    // Through all that, the first connection is still served.
+    let again = s
+        .call(json!({"_": "users.getUsers", "id": [{"_": "inputUserSelf"}]}))
+        .await;
+    assert_eq!(again.expect("still served")[0]["first_name"], "Raw");
+}
