@@ -71,6 +71,26 @@ pub struct NewKey {
     /// `Some(seconds)` for a temporary key (p_q_inner_data_temp*).
     pub expires_in: Option<i32>,
     pub dc: Option<i32>,
+    nonce: [u8; 16],
+    server_nonce: [u8; 16],
+    new_nonce: [u8; 32],
+}
+
+impl NewKey {
+    /// `dh_gen_fail`, to send instead of the `dh_gen_ok` when the key cannot be kept (its id is
+    /// already taken): the client starts over.
+    pub fn dh_gen_fail(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u32(DH_GEN_FAIL)
+            .raw(&self.nonce)
+            .raw(&self.server_nonce)
+            .raw(&new_nonce_hash(
+                &self.new_nonce,
+                3,
+                &self.auth_key.aux_hash(),
+            ));
+        w.buf
+    }
 }
 
 #[derive(Debug)]
@@ -372,6 +392,9 @@ impl Handshake {
                     salt: i64::from_le_bytes(salt),
                     expires_in: *expires_in,
                     dc: *dc,
+                    nonce: *nonce,
+                    server_nonce: *server_nonce,
+                    new_nonce: *new_nonce,
                 };
                 self.state = State::Start;
                 Ok(Step::Done(w.buf, done))

@@ -63,6 +63,9 @@ pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallEr
         if name == "invokeWithLayer" {
             conn.layer = request["layer"].as_i64().map(|l| l as i32);
         }
+        if name == "invokeWithoutUpdates" {
+            conn.without_updates();
+        }
         request = request["query"].take();
     }
     let name = request["_"].as_str().unwrap_or_default().to_string();

@@ -49,6 +49,8 @@ pub(super) struct Conn {
     pub caller: Option<Caller>,
     device: Option<(UserId, DeviceId)>,
     push_rx: Option<mpsc::Receiver<Outgoing>>,
+    /// The client wrapped a call in invokeWithoutUpdates: this connection gets no pushes.
+    pub no_updates: bool,
     /// The API layer the client announced with invokeWithLayer.
     pub layer: Option<i32>,
     /// The msg_id of the call being served (auth.bindTempAuthKey checks it).
@@ -68,6 +70,10 @@ impl Conn {
     /// The account this connection acts for: registers it with the hub for live updates.
     pub fn sign_in(&mut self, caller: Caller) {
         self.sign_out();
+        self.caller = Some(caller);
+        if self.no_updates {
+            return;
+        }
         let (tx, rx) = mpsc::channel(self.front.gateway.push_buffer + RESERVED_SLOTS);
         let id =
             self.front
@@ -76,7 +82,18 @@ impl Conn {
                 .register(caller.user_id, caller.auth_key_id, DeviceSender(tx));
         self.device = Some((caller.user_id, id));
         self.push_rx = Some(rx);
-        self.caller = Some(caller);
+    }
+
+    /// invokeWithoutUpdates: stop pushing to this connection (clients use it on connections
+    /// opened for other work, e.g. uploads, so that updates arrive once).
+    pub fn without_updates(&mut self) {
+        if !self.no_updates {
+            self.no_updates = true;
+            if let Some((user, id)) = self.device.take() {
+                self.front.gateway.hub.unregister(user, id);
+            }
+            self.push_rx = None;
+        }
     }
 
     pub fn sign_out(&mut self) {
@@ -123,10 +140,15 @@ impl Conn {
                         key.expires_in,
                     )
                     .await;
-                if let Err(e) = stored {
-                    tracing::error!(error = %e, "storing an MTProto auth key");
-                    return close;
-                }
+                let reply = match stored {
+                    Ok(true) => reply,
+                    // Another key has this id (a 2^-64 chance, or a replayed exchange).
+                    Ok(false) => key.dh_gen_fail(),
+                    Err(e) => {
+                        tracing::error!(error = %e, "storing an MTProto auth key");
+                        return close;
+                    }
+                };
                 tracing::debug!(
                     auth_key_id = key.auth_key.id(),
                     temp = key.expires_in.is_some(),
@@ -285,6 +307,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
         caller: None,
         device: None,
         push_rx: None,
+        no_updates: false,
         layer: None,
         verified_phone: None,
         current_msg_id: 0,

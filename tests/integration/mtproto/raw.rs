@@ -320,7 +320,8 @@ pub(super) async fn protocol_checks(setup: &Setup, key_info: &Value) {
         .expect("getUsers");
     assert_eq!(users[0]["first_name"], "Raw");
 
-    every_json_method(&mut p, setup).await;
+    let other_token = every_json_method(&mut p, setup).await;
+    pushes_skip_connections_without_updates(&mut p, &perm, perm_salt, setup, &other_token).await;
 
     // A replayed msg_id is dropped: two sends of the same ping, one pong.
     let ping = |id: i64| {
@@ -425,14 +426,18 @@ pub(super) async fn protocol_checks(setup: &Setup, key_info: &Value) {
 /// Every method the JSON API serves, called over MTProto through the same dispatch: each must be
 /// decoded into the JSON handler's parameters and its answer encoded as TL (an error for a
 /// legitimate reason is fine; a parameter mismatch, an unknown method or an encoding failure is not).
-async fn every_json_method(s: &mut Session, setup: &Setup) {
+async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
     // Another account to talk about, made over HTTP.
     let http = reqwest::Client::new();
-    http.post(format!("{}/v1/auth/login", setup.http()))
+    let login: Value = http
+        .post(format!("{}/v1/auth/login", setup.http()))
         .json(&json!({"phone": "+15559990002", "first_name": "Other"}))
         .send()
         .await
-        .expect("login");
+        .expect("login")
+        .json()
+        .await
+        .expect("login body");
     let resolved = s
         .call(json!({"_": "contacts.resolvePhone", "phone": "+15559990002"}))
         .await
@@ -506,5 +511,71 @@ async fn every_json_method(s: &mut Session, setup: &Setup) {
     assert!(
         missing.is_empty(),
         "JSON API methods not exercised over MTProto: {missing:?}"
+    );
+    login["token"].as_str().expect("token").to_string()
+}
+
+const UPDATES: u32 = 0x74ae4240;
+
+/// A message from another account is pushed to the signed-in connection `p`, not to a connection
+/// of the same key that said invokeWithoutUpdates.
+async fn pushes_skip_connections_without_updates(
+    p: &mut Session,
+    perm: &AuthKey,
+    salt: i64,
+    setup: &Setup,
+    other_token: &str,
+) {
+    let conn = Conn::open(setup.mt_port, Kind::Intermediate, false).await;
+    let mut quiet = Session::new(conn, perm.clone(), salt);
+    let r = quiet
+        .call(json!({"_": "invokeWithoutUpdates", "query": {"_": "help.getNearestDc"}}))
+        .await;
+    assert_eq!(r.expect("nearestDc")["_"], "nearestDc");
+
+    let http = reqwest::Client::new();
+    let rpc = |method: &str, body: Value| {
+        http.post(format!("{}/v1/rpc/{method}", setup.http()))
+            .bearer_auth(other_token)
+            .json(&body)
+            .send()
+    };
+    let raw: Value = rpc("contacts.resolvePhone", json!({"phone": "+15559990001"}))
+        .await
+        .expect("resolve")
+        .json()
+        .await
+        .expect("resolved");
+    let user = &raw["users"][0];
+    let peer =
+        json!({"_": "inputPeerUser", "user_id": user["id"], "access_hash": user["access_hash"]});
+    let sent = rpc(
+        "messages.sendMessage",
+        json!({"peer": peer, "message": "pushed?", "random_id": 77}),
+    )
+    .await
+    .expect("send");
+    assert_eq!(sent.status(), 200);
+
+    // The push reaches p ...
+    let pushed = loop {
+        let body = p.next().await.expect("a push");
+        if body[..4] == UPDATES.to_le_bytes() {
+            break decode_object(Schema::api(), &mut Reader::new(&body)).expect("updates decode");
+        }
+    };
+    assert_eq!(pushed["updates"][0]["_"], "updateNewMessage");
+    assert_eq!(pushed["updates"][0]["message"]["message"], "pushed?");
+    // ... and, by the time it did, nothing reached the quiet connection: a ping's pong comes first.
+    let id = quiet.conn.msg_id();
+    let mut w = Writer::new();
+    w.u32(PING).i64(9);
+    let packet = quiet.packet(id, salt, &w.buf);
+    quiet.conn.send(&packet).await;
+    let first = quiet.next().await.expect("pong");
+    assert_eq!(
+        first[..4],
+        PONG.to_le_bytes(),
+        "the quiet connection got a push"
     );
 }
