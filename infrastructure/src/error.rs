@@ -14,6 +14,9 @@ pub fn projection_error(e: ProjectionError) -> StoreError {
         ProjectionError::Decode { .. } | ProjectionError::Corrupt(_) => {
             StoreError::Corrupt(e.to_string())
         }
-        ProjectionError::Encode { .. } => StoreError::Bug(e.to_string()),
+        // Raised only by rebuilds, never by the inline projectors.
+        ProjectionError::Encode { .. } | ProjectionError::Aborted(_) | ProjectionError::Busy(_) => {
+            StoreError::Bug(e.to_string())
+        }
     }
 }

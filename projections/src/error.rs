@@ -16,6 +16,10 @@ pub enum ProjectionError {
     },
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    #[error("aborted: {0}")]
+    Aborted(String),
+    #[error("{0}")]
+    Busy(String),
     #[error("cannot encode {what}: {source}")]
     Encode {
         what: &'static str,

@@ -13,8 +13,12 @@ pub mod dialog_filters;
 pub mod dialogs;
 pub mod error;
 pub mod message_boxes;
+pub mod online;
 pub mod peer_settings;
 pub mod rebuild;
+pub mod repair;
+mod shadow;
+pub mod status;
 pub mod verify;
 
 use domain::events::UserEvent;
@@ -22,8 +26,11 @@ use domain::{Pts, UserId};
 use sqlx::PgConnection;
 
 pub use error::ProjectionError;
+pub use online::{rebuild_online, OnlineRebuildReport, Progress, RebuildControl};
 pub use rebuild::{rebuild_all, RebuildReport};
-pub use verify::{verify, VerifyReport};
+pub use repair::{repair_users, RepairReport};
+pub use status::{ProjectionStatus, RebuildState};
+pub use verify::{verify, verify_selected, VerifyReport};
 
 /// The read models. Each names its table and the version of its projector's logic: bump the version
 /// when the projector changes what it writes, so a rebuild is known to be due.
@@ -75,6 +82,27 @@ impl Projection {
         }
     }
 
+    /// The projection named `name` (its table's name).
+    pub fn from_name(name: &str) -> Option<Projection> {
+        Projection::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The projections whose tables this projector reads while applying an event. A replay of this
+    /// projection must replay them too, into the same scratch tables, or it would read their
+    /// present state instead of their state at the event.
+    pub fn depends_on(self) -> &'static [Projection] {
+        match self {
+            Projection::Dialogs => &[Projection::MessageBoxes],
+            _ => &[],
+        }
+    }
+
+    /// The column naming the owner of each row. Every projector reads and writes only rows of the
+    /// event's owner, which is what makes a per-user repair or verify exact.
+    pub fn owner_column(self) -> &'static str {
+        self.key_columns()[0]
+    }
+
     /// The primary key columns of the projection's table (used to compare live and replayed rows).
     pub fn key_columns(self) -> [&'static str; 2] {
         match self {
@@ -124,6 +152,36 @@ pub async fn apply(
     Ok(())
 }
 
+/// `selected` and everything it depends on, in dependency order, without repeats.
+pub fn with_dependencies(selected: &[Projection]) -> Vec<Projection> {
+    let mut needed: Vec<Projection> = Vec::new();
+    let mut stack: Vec<Projection> = selected.to_vec();
+    while let Some(p) = stack.pop() {
+        if !needed.contains(&p) {
+            needed.push(p);
+            stack.extend_from_slice(p.depends_on());
+        }
+    }
+    Projection::ALL
+        .into_iter()
+        .filter(|p| needed.contains(p))
+        .collect()
+}
+
+/// Applies one event to each of `projections` (which must be in dependency order).
+pub async fn apply_to(
+    conn: &mut PgConnection,
+    projections: &[Projection],
+    owner: UserId,
+    pts: Pts,
+    event: &UserEvent,
+) -> Result<(), ProjectionError> {
+    for projection in projections {
+        projection.apply(conn, owner, pts, event).await?;
+    }
+    Ok(())
+}
+
 /// The projection tables as one comma-separated list, in dependency order (for LOCK and TRUNCATE).
 pub(crate) fn table_list() -> String {
     Projection::ALL
@@ -149,5 +207,27 @@ mod tests {
             table_list(),
             "message_boxes, dialogs, contact_blocks, dialog_filters, dialog_filter_settings, contacts, peer_settings"
         );
+    }
+
+    #[test]
+    fn dependencies_are_pulled_in_and_ordered() {
+        assert_eq!(
+            with_dependencies(&[Projection::Dialogs]),
+            [Projection::MessageBoxes, Projection::Dialogs]
+        );
+        assert_eq!(
+            with_dependencies(&[Projection::PeerSettings, Projection::MessageBoxes]),
+            [Projection::MessageBoxes, Projection::PeerSettings]
+        );
+        for p in Projection::ALL {
+            for d in p.depends_on() {
+                let position = |x| Projection::ALL.iter().position(|q| *q == x);
+                assert!(
+                    position(*d) < position(p),
+                    "{p:?} reads {d:?}, which must come first"
+                );
+            }
+            assert_eq!(Projection::from_name(p.name()), Some(p));
+        }
     }
 }

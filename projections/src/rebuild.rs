@@ -1,8 +1,10 @@
-//! Rebuilding the read models from the log. Writers wait for the whole rebuild, and so do reads of
-//! the read models (the tables are truncated and refilled); an online rebuild is a later step.
+//! Rebuilding the read models from the log in place, in one transaction: writers wait for the whole
+//! rebuild, and so do reads of the read models (the tables are truncated and refilled). Meant for
+//! tests and empty databases; operators use the online rebuild (`online.rs`), which keeps serving.
 
 use domain::events::UserEvent;
 use domain::{Pts, UserId};
+use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, PgPool, Row};
 
 use crate::{apply, table_list, ProjectionError};
@@ -72,23 +74,7 @@ pub async fn replay_log(conn: &mut PgConnection) -> Result<u64, ProjectionError>
             break;
         }
         for row in rows {
-            let user_id: i64 = row.try_get("user_id")?;
-            let pts: i32 = row.try_get("pts")?;
-            let kind: String = row.try_get("kind")?;
-            let version: i16 = row.try_get("payload_version")?;
-            let payload: serde_json::Value = row.try_get("payload")?;
-            let owner = UserId::new(user_id)
-                .map_err(|_| ProjectionError::Corrupt(format!("log row with user_id {user_id}")))?;
-            let at = Pts::new(pts).ok_or_else(|| {
-                ProjectionError::Corrupt(format!("log row of user {user_id} with pts {pts}"))
-            })?;
-            let event = UserEvent::decode(&kind, version, payload).map_err(|source| {
-                ProjectionError::Decode {
-                    user_id,
-                    pts,
-                    source,
-                }
-            })?;
+            let (owner, at, event) = decode_row(&row)?;
             apply(&mut *conn, owner, at, &event).await?;
             applied += 1;
         }
@@ -97,4 +83,28 @@ pub async fn replay_log(conn: &mut PgConnection) -> Result<u64, ProjectionError>
         .execute(&mut *conn)
         .await?;
     Ok(applied)
+}
+
+/// The log columns a replay reads, for `SELECT {LOG_COLUMNS} FROM user_update_events e`.
+pub(crate) const LOG_COLUMNS: &str = "e.user_id, e.pts, e.kind, e.payload_version, e.payload";
+
+/// One log row (selected with [`LOG_COLUMNS`]) as the owner, pts and event to project.
+pub(crate) fn decode_row(row: &PgRow) -> Result<(UserId, Pts, UserEvent), ProjectionError> {
+    let user_id: i64 = row.try_get("user_id")?;
+    let pts: i32 = row.try_get("pts")?;
+    let kind: String = row.try_get("kind")?;
+    let version: i16 = row.try_get("payload_version")?;
+    let payload: serde_json::Value = row.try_get("payload")?;
+    let owner = UserId::new(user_id)
+        .map_err(|_| ProjectionError::Corrupt(format!("log row with user_id {user_id}")))?;
+    let at = Pts::new(pts).ok_or_else(|| {
+        ProjectionError::Corrupt(format!("log row of user {user_id} with pts {pts}"))
+    })?;
+    let event =
+        UserEvent::decode(&kind, version, payload).map_err(|source| ProjectionError::Decode {
+            user_id,
+            pts,
+            source,
+        })?;
+    Ok((owner, at, event))
 }

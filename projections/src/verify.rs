@@ -1,15 +1,28 @@
 //! Checking that the read models are exactly what the log projects to, and that the log itself is
-//! well formed. Everything happens in one transaction that is rolled back: the live tables are copied
-//! aside, the log is replayed into the real tables (so the real indexes and constraints apply), the
-//! two are compared, and the rollback restores the live rows untouched.
+//! well formed, without holding writers back.
+//!
+//! The accounts are taken in chunks. For each chunk one REPEATABLE READ transaction replays the
+//! chunk's logs into temporary tables (same columns, constraints and indexes as the live ones; on
+//! this connection they hide the live tables, so the projectors write into them) and compares them
+//! with the chunk's live rows, row by row, joined on the primary key. Log and read models are
+//! written in the same transactions, so one snapshot always shows them consistent: no lock is taken
+//! beyond what a plain SELECT takes, and a chunk's snapshot lives only as long as the chunk.
 
-use sqlx::{PgConnection, PgPool, Row};
+use domain::UserId;
+use sqlx::{Connection, PgConnection, PgPool, Row};
 
-use crate::rebuild::{lock_for_replay, replay_log, truncate_projections};
-use crate::{Projection, ProjectionError};
+use crate::rebuild::{decode_row, LOG_COLUMNS};
+use crate::shadow::live_schema;
+use crate::{apply_to, with_dependencies, Projection, ProjectionError};
 
 /// At most this many differences are described; all are counted.
 pub const MAX_REPORTED_DIFFERENCES: usize = 20;
+
+/// Accounts replayed and compared per transaction.
+const CHUNK_USERS: usize = 256;
+
+/// Log rows fetched per round trip.
+const BATCH: i64 = 1000;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VerifyReport {
@@ -38,48 +51,195 @@ impl VerifyReport {
     }
 }
 
-/// Verifies the log and every read model. Writers and reads of the read models wait while it runs.
+/// Verifies the log and every read model, for every account.
 pub async fn verify(pool: &PgPool) -> Result<VerifyReport, ProjectionError> {
-    let mut tx = pool.begin().await?;
-    lock_for_replay(&mut tx).await?;
+    verify_selected(pool, &Projection::ALL, None).await
+}
+
+/// Which accounts a chunk covers: owners from `lo` to `hi` (inclusive), and among them only
+/// `only` when given.
+struct Owners {
+    lo: i64,
+    hi: i64,
+    only: Option<Vec<i64>>,
+}
+
+impl Owners {
+    /// The SQL condition on `column`, with the bounds as $1, $2 and the list as $3.
+    fn condition(column: &str) -> String {
+        format!("{column} BETWEEN $1 AND $2 AND ($3::bigint[] IS NULL OR {column} = ANY($3))")
+    }
+}
+
+/// Verifies `selected` read models (each replayed with what it reads), for every account or only
+/// `users`, and the log of those accounts.
+pub async fn verify_selected(
+    pool: &PgPool,
+    selected: &[Projection],
+    users: Option<&[UserId]>,
+) -> Result<VerifyReport, ProjectionError> {
+    let replayed = with_dependencies(selected);
+    let compared: Vec<Projection> = Projection::ALL
+        .into_iter()
+        .filter(|p| selected.contains(p))
+        .collect();
+    let only: Option<Vec<i64>> = users.map(|u| {
+        let mut ids: Vec<i64> = u.iter().map(|u| u.get()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    });
+    // A connection of its own: its temporary tables and search_path must not reach the pool.
+    let mut conn: PgConnection = pool.acquire().await?.detach();
+    let live = live_schema(&mut conn).await?;
     let mut report = VerifyReport::default();
-    check_pts_density(&mut tx, &mut report).await?;
-    check_sequences(&mut tx, &mut report).await?;
-    check_box_density(&mut tx, &mut report).await?;
+
+    {
+        let mut tx = conn.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        check_pts_density(&mut tx, only.as_deref(), &mut report).await?;
+        check_sequences(&mut tx, only.as_deref(), &mut report).await?;
+        if compared.contains(&Projection::MessageBoxes) {
+            check_box_density(&mut tx, only.as_deref(), &mut report).await?;
+        }
+        tx.commit().await?;
+    }
     report.tables_checked.extend([
         "user_update_events".to_string(),
         "user_sequences".to_string(),
     ]);
 
-    for p in Projection::ALL {
+    for p in &replayed {
         sqlx::query(&format!(
-            "CREATE TEMP TABLE live_{0} ON COMMIT DROP AS SELECT * FROM {0}",
-            p.name()
+            "CREATE TEMP TABLE {0} (LIKE {1}.{0} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES) \
+             ON COMMIT DELETE ROWS",
+            p.name(),
+            quote(&mut conn, &live).await?
         ))
-        .execute(&mut *tx)
+        .execute(&mut conn)
         .await?;
     }
-    truncate_projections(&mut tx).await?;
-    report.events_replayed = replay_log(&mut tx).await?;
-    for p in Projection::ALL {
-        compare(&mut tx, p, &mut report).await?;
-        report.tables_checked.push(p.name().to_string());
+    // The temporary tables first, explicitly (unqualified names already resolve there first).
+    sqlx::query(&format!(
+        "SET search_path = pg_temp, {}",
+        quote(&mut conn, &live).await?
+    ))
+    .execute(&mut conn)
+    .await?;
+
+    for chunk in chunks(&mut conn, only).await? {
+        let mut tx = conn.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut *tx)
+            .await?;
+        report.events_replayed += replay_chunk(&mut tx, &replayed, &chunk).await?;
+        for p in &compared {
+            compare(&mut tx, &live, *p, &chunk, &mut report).await?;
+        }
+        tx.commit().await?;
     }
-    tx.rollback().await?;
+    report
+        .tables_checked
+        .extend(compared.iter().map(|p| p.name().to_string()));
+    let _ = conn.close().await;
     Ok(report)
+}
+
+async fn quote(conn: &mut PgConnection, ident: &str) -> Result<String, ProjectionError> {
+    Ok(sqlx::query_scalar("SELECT quote_ident($1)")
+        .bind(ident)
+        .fetch_one(&mut *conn)
+        .await?)
+}
+
+/// The chunks of accounts: `only` in groups, or the whole id range cut at every CHUNK_USERS-th
+/// account of `user_sequences` (the ranges cover every id, so rows of owners without a sequence
+/// row are compared too).
+async fn chunks(
+    conn: &mut PgConnection,
+    only: Option<Vec<i64>>,
+) -> Result<Vec<Owners>, ProjectionError> {
+    if let Some(ids) = only {
+        return Ok(ids
+            .chunks(CHUNK_USERS)
+            .map(|c| Owners {
+                lo: c[0],
+                hi: c[c.len() - 1],
+                only: Some(c.to_vec()),
+            })
+            .collect());
+    }
+    let cuts: Vec<i64> = sqlx::query_scalar(
+        "SELECT user_id FROM (SELECT user_id, row_number() OVER (ORDER BY user_id) AS n FROM user_sequences) s \
+         WHERE n % $1 = 0 ORDER BY user_id",
+    )
+    .bind(CHUNK_USERS as i64)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut out = Vec::with_capacity(cuts.len() + 1);
+    let mut lo = i64::MIN;
+    for hi in cuts {
+        out.push(Owners { lo, hi, only: None });
+        lo = hi.saturating_add(1);
+    }
+    out.push(Owners {
+        lo,
+        hi: i64::MAX,
+        only: None,
+    });
+    Ok(out)
+}
+
+/// Replays the chunk's logs into the temporary tables. Answers the events replayed.
+async fn replay_chunk(
+    conn: &mut PgConnection,
+    replayed: &[Projection],
+    chunk: &Owners,
+) -> Result<u64, ProjectionError> {
+    let page = format!(
+        "SELECT {LOG_COLUMNS} FROM user_update_events e WHERE {} AND (e.user_id, e.pts) > ($4, $5) \
+         ORDER BY e.user_id, e.pts LIMIT $6",
+        Owners::condition("e.user_id")
+    );
+    let mut after: (i64, i32) = (i64::MIN, 0);
+    let mut applied = 0;
+    loop {
+        let rows = sqlx::query(&page)
+            .bind(chunk.lo)
+            .bind(chunk.hi)
+            .bind(chunk.only.as_deref())
+            .bind(after.0)
+            .bind(after.1)
+            .bind(BATCH)
+            .fetch_all(&mut *conn)
+            .await?;
+        for row in &rows {
+            let (owner, pts, event) = decode_row(row)?;
+            apply_to(&mut *conn, replayed, owner, pts, &event).await?;
+            after = (owner.get(), pts.get());
+        }
+        applied += rows.len() as u64;
+        if (rows.len() as i64) < BATCH {
+            return Ok(applied);
+        }
+    }
 }
 
 /// Each event must start right where the previous one of its user ended (the first at 0).
 async fn check_pts_density(
     conn: &mut PgConnection,
+    only: Option<&[i64]>,
     report: &mut VerifyReport,
 ) -> Result<(), ProjectionError> {
     let rows = sqlx::query(
         "SELECT user_id, pts, pts_count, prev, count(*) OVER () AS total FROM ( \
            SELECT user_id, pts, pts_count, lag(pts, 1, 0) OVER (PARTITION BY user_id ORDER BY pts) AS prev \
-           FROM user_update_events) e \
-         WHERE pts - pts_count <> prev ORDER BY user_id, pts LIMIT $1",
+           FROM user_update_events WHERE ($1::bigint[] IS NULL OR user_id = ANY($1))) e \
+         WHERE pts - pts_count <> prev ORDER BY user_id, pts LIMIT $2",
     )
+    .bind(only)
     .bind(MAX_REPORTED_DIFFERENCES as i64)
     .fetch_all(&mut *conn)
     .await?;
@@ -105,15 +265,19 @@ async fn check_pts_density(
 /// The allocator's pts must be the last event's pts (0 with no events).
 async fn check_sequences(
     conn: &mut PgConnection,
+    only: Option<&[i64]>,
     report: &mut VerifyReport,
 ) -> Result<(), ProjectionError> {
     let rows = sqlx::query(
-        "WITH last AS (SELECT user_id, max(pts) AS pts FROM user_update_events GROUP BY user_id) \
+        "WITH last AS (SELECT user_id, max(pts) AS pts FROM user_update_events \
+                       WHERE ($1::bigint[] IS NULL OR user_id = ANY($1)) GROUP BY user_id), \
+              seq AS (SELECT user_id, pts FROM user_sequences WHERE ($1::bigint[] IS NULL OR user_id = ANY($1))) \
          SELECT COALESCE(s.user_id, l.user_id) AS user_id, s.pts AS seq_pts, l.pts AS log_pts, \
                 count(*) OVER () AS total \
-         FROM user_sequences s FULL JOIN last l ON l.user_id = s.user_id \
-         WHERE COALESCE(s.pts, -1) <> COALESCE(l.pts, 0) ORDER BY 1 LIMIT $1",
+         FROM seq s FULL JOIN last l ON l.user_id = s.user_id \
+         WHERE COALESCE(s.pts, -1) <> COALESCE(l.pts, 0) ORDER BY 1 LIMIT $2",
     )
+    .bind(only)
     .bind(MAX_REPORTED_DIFFERENCES as i64)
     .fetch_all(&mut *conn)
     .await?;
@@ -137,14 +301,17 @@ async fn check_sequences(
 /// Each owner's boxes must be exactly 1..=user_sequences.box_id: none missing, none beyond.
 async fn check_box_density(
     conn: &mut PgConnection,
+    only: Option<&[i64]>,
     report: &mut VerifyReport,
 ) -> Result<(), ProjectionError> {
     let rows = sqlx::query(
         "SELECT s.user_id, g.box_id, count(*) OVER () AS total \
          FROM user_sequences s CROSS JOIN LATERAL generate_series(1, s.box_id) AS g(box_id) \
-         WHERE NOT EXISTS (SELECT 1 FROM message_boxes m WHERE m.owner_user_id = s.user_id AND m.box_id = g.box_id) \
-         ORDER BY 1, 2 LIMIT $1",
+         WHERE ($1::bigint[] IS NULL OR s.user_id = ANY($1)) AND NOT EXISTS \
+           (SELECT 1 FROM message_boxes m WHERE m.owner_user_id = s.user_id AND m.box_id = g.box_id) \
+         ORDER BY 1, 2 LIMIT $2",
     )
+    .bind(only)
     .bind(MAX_REPORTED_DIFFERENCES as i64)
     .fetch_all(&mut *conn)
     .await?;
@@ -162,8 +329,10 @@ async fn check_box_density(
     let rows = sqlx::query(
         "SELECT m.owner_user_id, m.box_id, s.box_id AS allocated, count(*) OVER () AS total \
          FROM message_boxes m LEFT JOIN user_sequences s ON s.user_id = m.owner_user_id \
-         WHERE s.user_id IS NULL OR m.box_id > s.box_id ORDER BY 1, 2 LIMIT $1",
+         WHERE ($1::bigint[] IS NULL OR m.owner_user_id = ANY($1)) AND (s.user_id IS NULL OR m.box_id > s.box_id) \
+         ORDER BY 1, 2 LIMIT $2",
     )
+    .bind(only)
     .bind(MAX_REPORTED_DIFFERENCES as i64)
     .fetch_all(&mut *conn)
     .await?;
@@ -182,21 +351,30 @@ async fn check_box_density(
     Ok(())
 }
 
-/// Live rows (copied aside) against replayed rows, joined on the primary key.
+/// The chunk's live rows against its replayed rows (in the temporary table), joined on the
+/// primary key.
 async fn compare(
     conn: &mut PgConnection,
+    live: &str,
     p: Projection,
+    chunk: &Owners,
     report: &mut VerifyReport,
 ) -> Result<(), ProjectionError> {
     let [k1, k2] = p.key_columns();
     let table = p.name();
+    let live = quote(conn, live).await?;
     let rows = sqlx::query(&format!(
         "SELECT COALESCE(l.{k1}, r.{k1})::bigint AS k1, COALESCE(l.{k2}, r.{k2})::bigint AS k2, \
                 to_jsonb(l) AS live, to_jsonb(r) AS replayed, count(*) OVER () AS total \
-         FROM live_{table} l FULL JOIN {table} r ON l.{k1} = r.{k1} AND l.{k2} = r.{k2} \
+         FROM (SELECT * FROM {live}.{table} WHERE {cond}) l \
+         FULL JOIN pg_temp.{table} r ON l.{k1} = r.{k1} AND l.{k2} = r.{k2} \
          WHERE to_jsonb(l) IS DISTINCT FROM to_jsonb(r) \
-         ORDER BY 1, 2 LIMIT $1"
+         ORDER BY 1, 2 LIMIT $4",
+        cond = Owners::condition(k1)
     ))
+    .bind(chunk.lo)
+    .bind(chunk.hi)
+    .bind(chunk.only.as_deref())
     .bind(MAX_REPORTED_DIFFERENCES as i64)
     .fetch_all(&mut *conn)
     .await?;

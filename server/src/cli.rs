@@ -36,8 +36,39 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum ProjectionsCommand {
-    /// Truncate every projection and replay the whole log into it.
-    Rebuild,
-    /// Replay the log into scratch state and compare with the live tables; exit 1 on any difference.
-    Verify,
+    /// Rebuild read models from the log while the server keeps serving: fresh copies are built
+    /// beside the live tables, catch up, and are swapped in within one short lock. Ctrl-C aborts
+    /// and leaves the live tables untouched. With --user, repair those accounts' rows in place.
+    Rebuild {
+        /// Projections to rebuild (what they read is rebuilt with them).
+        #[arg(
+            value_name = "NAME",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
+        names: Vec<String>,
+        /// Rebuild every projection.
+        #[arg(long)]
+        all: bool,
+        /// Repair only this account's rows, in place (repeatable).
+        #[arg(long = "user", value_name = "USER_ID")]
+        users: Vec<i64>,
+    },
+    /// Compare the live tables with a replay of the log (per chunk of accounts, on a snapshot: no
+    /// writer waits); print the first differences; exit 1 on any.
+    Verify {
+        /// Projections to verify (default: all).
+        #[arg(value_name = "NAME")]
+        names: Vec<String>,
+        /// Verify only this account (repeatable).
+        #[arg(long = "user", value_name = "USER_ID")]
+        users: Vec<i64>,
+    },
+    /// Each projection's projector version (and whether it is stale), state, last rebuild and lag;
+    /// a running rebuild's progress.
+    Status {
+        /// Print JSON (the same as GET /admin/projections).
+        #[arg(long)]
+        json: bool,
+    },
 }

@@ -8,6 +8,7 @@ pub mod gateway;
 pub mod http;
 pub mod metrics;
 pub mod mtproto;
+pub mod projections_command;
 pub mod relay_command;
 pub mod wiring;
 

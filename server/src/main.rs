@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use ptslog_server::cli::{Cli, Command, ProjectionsCommand};
+use ptslog_server::cli::{Cli, Command};
 use ptslog_server::Config;
 use tracing_subscriber::EnvFilter;
 
@@ -53,33 +53,7 @@ async fn run() -> anyhow::Result<ExitCode> {
         Command::Projections { command } => {
             let pool = infrastructure::postgres::connect(&config.database_url, 4).await?;
             infrastructure::postgres::migrate(&pool).await?;
-            match command {
-                ProjectionsCommand::Rebuild => {
-                    let report = projections::rebuild::rebuild_all(&pool).await?;
-                    println!(
-                        "rebuilt every projection from {} events",
-                        report.events_applied
-                    );
-                    Ok(ExitCode::SUCCESS)
-                }
-                ProjectionsCommand::Verify => {
-                    let report = projections::verify::verify(&pool).await?;
-                    println!(
-                        "replayed {} events; checked {}; {} difference(s)",
-                        report.events_replayed,
-                        report.tables_checked.join(", "),
-                        report.total_differences
-                    );
-                    for d in &report.differences {
-                        println!("  {d}");
-                    }
-                    Ok(if report.is_clean() {
-                        ExitCode::SUCCESS
-                    } else {
-                        ExitCode::from(1)
-                    })
-                }
-            }
+            ptslog_server::projections_command::run(&pool, command).await
         }
     }
 }

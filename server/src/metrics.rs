@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use infrastructure::relay::Role;
+use projections::status::{ProjectionStatus, RebuildState};
 
 use crate::http::ops::Ops;
 
@@ -125,4 +126,89 @@ pub fn render(ops: &Ops) -> String {
             .render(&mut out, "ptslog_push_latency_seconds");
     }
     out
+}
+
+/// One gauge with a value per projection.
+fn per_projection(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    status: &[ProjectionStatus],
+    value: impl Fn(&ProjectionStatus) -> Option<f64>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+    for s in status {
+        if let Some(v) = value(s) {
+            let _ = writeln!(out, "{name}{{projection=\"{}\"}} {v}", s.name);
+        }
+    }
+}
+
+/// The read models' versions, states and rebuild progress, from `projection_status` (which the
+/// rebuild, usually another process, keeps up to date).
+pub fn render_projections(out: &mut String, status: &[ProjectionStatus]) {
+    per_projection(
+        out,
+        "ptslog_projection_version",
+        "Projector version that built the live table (absent: unknown).",
+        status,
+        |s| s.version.map(f64::from),
+    );
+    per_projection(
+        out,
+        "ptslog_projection_stale",
+        "1 when the live table was built by another projector version than this code's.",
+        status,
+        |s| Some(f64::from(u8::from(s.is_stale()))),
+    );
+    per_projection(
+        out,
+        "ptslog_projection_rebuilding",
+        "1 while a rebuild of the projection runs.",
+        status,
+        |s| Some(f64::from(u8::from(s.state == RebuildState::Rebuilding))),
+    );
+    per_projection(
+        out,
+        "ptslog_projection_failed",
+        "1 when the last rebuild failed (the live table is untouched).",
+        status,
+        |s| Some(f64::from(u8::from(s.state == RebuildState::Failed))),
+    );
+    per_projection(
+        out,
+        "ptslog_projection_lag_events",
+        "Events of the log not applied to the live table (0: projected inline).",
+        status,
+        |s| Some(s.lag() as f64),
+    );
+    per_projection(
+        out,
+        "ptslog_projection_rebuild_events_done",
+        "Events the running rebuild has applied to its shadow copy.",
+        status,
+        |s| s.rebuild.as_ref().map(|r| r.events_done as f64),
+    );
+    per_projection(out, "ptslog_projection_rebuild_events_total", "Events the running rebuild has to apply (the log when it started plus what it found since).", status, |s| s.rebuild.as_ref().map(|r| r.events_total as f64));
+    per_projection(
+        out,
+        "ptslog_projection_rebuild_events_per_second",
+        "Replay rate of the running rebuild.",
+        status,
+        |s| s.rebuild.as_ref().map(|r| r.rate),
+    );
+    per_projection(
+        out,
+        "ptslog_projection_rebuild_eta_seconds",
+        "Estimated seconds left for the running rebuild.",
+        status,
+        |s| s.rebuild.as_ref().and_then(|r| r.eta_seconds()),
+    );
+    per_projection(
+        out,
+        "ptslog_projection_last_swap_lock_seconds",
+        "How long the last rebuild's swap held writers back.",
+        status,
+        |s| s.last_lock_ms.map(|ms| ms / 1000.0),
+    );
 }

@@ -46,6 +46,7 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
         relay: status,
         consumer: None,
         gateway: None,
+        database: None,
     });
     let http = tokio::spawn(async move { axum::serve(listener, router).await });
 

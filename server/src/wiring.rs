@@ -149,6 +149,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         relay: relay_status.clone(),
         consumer: consumer_status.clone(),
         gateway: Some(gateway.clone()),
+        database: Some(pool.clone()),
     };
     let mtproto_key = Arc::new(OnceLock::new());
     let router = http::router(http::HttpState {

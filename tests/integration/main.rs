@@ -11,6 +11,7 @@ mod forward;
 mod mtproto;
 mod push;
 mod queries;
+mod projections_online;
 mod random_mix;
 mod read;
 mod send;

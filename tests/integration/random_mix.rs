@@ -690,7 +690,7 @@ async fn random_mix_keeps_every_invariant() {
     }
     match &cli {
         Ok(bin) => {
-            let (code, out) = run_cli(bin, &s.db, &["projections", "rebuild"]);
+            let (code, out) = run_cli(bin, &s.db, &["projections", "rebuild", "--all"]);
             assert_eq!(code, 0, "ptslog projections rebuild: {out}");
             assert!(
                 out.contains(&format!(

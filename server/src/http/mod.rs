@@ -1,6 +1,7 @@
 //! The JSON RPC API (docs/json-api.md): `POST /v1/auth/login`, `POST /v1/rpc/<method>`, `GET /healthz`,
 //! the push WebSocket `GET /v1/updates`, and the operations endpoints (`ops`).
 
+pub mod admin_projections;
 mod auth;
 mod login;
 pub mod ops;

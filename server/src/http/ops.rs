@@ -9,6 +9,7 @@ use axum::{Json, Router};
 use infrastructure::kafka::ConsumerStatus;
 use infrastructure::relay::{RelayStatus, Role};
 use serde_json::{json, Value};
+use sqlx::PgPool;
 
 use crate::gateway::Gateway;
 
@@ -19,6 +20,8 @@ pub struct Ops {
     pub consumer: Option<Arc<ConsumerStatus>>,
     /// `None` in a relay-only process.
     pub gateway: Option<Arc<Gateway>>,
+    /// The database whose `projection_status` /metrics reports (`None` in a relay-only process).
+    pub database: Option<PgPool>,
 }
 
 pub fn router(ops: Ops) -> Router {
@@ -29,12 +32,23 @@ pub fn router(ops: Ops) -> Router {
 }
 
 async fn metrics(State(ops): State<Ops>) -> ([(header::HeaderName, &'static str); 1], String) {
+    let mut body = crate::metrics::render(&ops);
+    if let Some(pool) = &ops.database {
+        // A slow or unreachable database must not hang the scrape: the projection metrics are
+        // left out then.
+        let load = projections::status::load(pool, false);
+        match tokio::time::timeout(std::time::Duration::from_secs(2), load).await {
+            Ok(Ok(status)) => crate::metrics::render_projections(&mut body, &status),
+            Ok(Err(e)) => tracing::warn!(error = %e, "projection status unavailable for /metrics"),
+            Err(_) => tracing::warn!("projection status took over 2 s; left out of /metrics"),
+        }
+    }
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        crate::metrics::render(&ops),
+        body,
     )
 }
 
