@@ -1,7 +1,7 @@
 //! The ports the handlers are written against. `infrastructure` implements them over Postgres and Redis.
 
 use async_trait::async_trait;
-use domain::events::{DialogFilterRules, UserEvent};
+use domain::events::{DialogFilterRules, PeerNotify, UserEvent};
 use domain::history_window::HistoryWindow;
 use domain::message::OwnerMessage;
 use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
@@ -58,6 +58,8 @@ pub struct DialogRecord {
     pub unread_mark: bool,
     /// Pinned in its folder.
     pub pinned: bool,
+    /// The owner's notification settings of the chat (`notify_settings`).
+    pub notify: PeerNotify,
 }
 
 /// One of the owner's contacts, under the owner's names for it.
@@ -213,6 +215,8 @@ pub trait Store: Send + Sync {
     ) -> Result<(Vec<ContactRecord>, Vec<UserId>), StoreError>;
     /// Whether the owner hid the action bar of the chat with `peer`.
     async fn peer_bar_hidden(&self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
+    /// The owner's notification settings of the chat with `peer` (default when never set).
+    async fn notify_settings(&self, owner: UserId, peer: UserId) -> Result<PeerNotify, StoreError>;
 }
 
 /// What a send learns under its locks before it appends anything ([`WriteTx::send_preflight`]).
@@ -220,10 +224,13 @@ pub trait Store: Send + Sync {
 pub enum SendPreflight {
     /// A send with this random_id already committed: its message as first sent, and its pts.
     Retry(OwnerMessage, Pts),
-    /// A new send. The blocks both ways between sender and peer (both false for Saved Messages).
+    /// A new send. The blocks both ways between sender and peer (both false for Saved Messages),
+    /// and whether the peer has the chat archived and not muted at `now` (so a message it receives
+    /// moves the chat back to its main list).
     New {
         sender_blocked_peer: bool,
         peer_blocked_sender: bool,
+        peer_archived_unmuted: bool,
     },
 }
 
@@ -272,6 +279,7 @@ pub trait WriteTx: Send {
         sender: UserId,
         peer: UserId,
         random_id: i64,
+        now: i32,
     ) -> Result<SendPreflight, StoreError> {
         if let Some((first, pts)) = self.find_by_random_id(sender, random_id).await? {
             return Ok(SendPreflight::Retry(first, pts));
@@ -280,13 +288,28 @@ pub trait WriteTx: Send {
             return Ok(SendPreflight::New {
                 sender_blocked_peer: false,
                 peer_blocked_sender: false,
+                peer_archived_unmuted: false,
             });
         }
         Ok(SendPreflight::New {
             sender_blocked_peer: self.is_blocked(sender, peer).await?,
             peer_blocked_sender: self.is_blocked(peer, sender).await?,
+            peer_archived_unmuted: self.archived_unmuted(peer, sender, now).await?,
         })
     }
+    /// Whether the owner's dialog with `peer` is in the archive and not muted at `now`.
+    async fn archived_unmuted(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        now: i32,
+    ) -> Result<bool, StoreError>;
+    /// The owner's notification settings of the chat with `peer` (default when never set).
+    async fn notify_settings(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+    ) -> Result<PeerNotify, StoreError>;
     async fn dialog(
         &mut self,
         owner: UserId,

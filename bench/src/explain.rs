@@ -63,6 +63,8 @@ pub async fn explain_hot_paths(pool: &PgPool) -> anyhow::Result<Vec<Plan>> {
         ("send_preflight", format!(
             "SELECT b.*, EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = {u} AND blocked_user_id = {p}) AS sender_blocked_peer, \
              EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = {p} AND blocked_user_id = {u}) AS peer_blocked_sender, \
+             EXISTS (SELECT 1 FROM dialogs d WHERE d.user_id = {p} AND d.peer_user_id = {u} AND d.folder_id = 1 \
+               AND NOT EXISTS (SELECT 1 FROM notify_settings n WHERE n.owner_user_id = {p} AND n.peer_user_id = {u} AND n.mute_until > {date})) AS peer_archived_unmuted, \
              nextval('private_message_ids') AS next_message_id \
              FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT {BOX_COLUMNS}, pts FROM message_boxes WHERE owner_user_id = {u} AND random_id = 42) b ON true")),
         ("message_boxes insert", format!(

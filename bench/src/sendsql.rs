@@ -83,11 +83,14 @@ pub fn pgbench_script(n: usize, date: i32) -> String {
         "\\set sb :sb0 + 1".to_string(),
         "\\set rp :rp0 + 1".to_string(),
         "\\set rb :rb0 + 1".to_string(),
-        // send_preflight: the random_id lookup, both block checks and the message id, one statement
+        // send_preflight: the random_id lookup, both block checks, the archive check and the message id, one statement
         format!(
             "SELECT b.*, \
                EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = :s AND blocked_user_id = :r) AS sender_blocked_peer, \
                EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = :r AND blocked_user_id = :s) AS peer_blocked_sender, \
+               EXISTS (SELECT 1 FROM dialogs d WHERE d.user_id = :r AND d.peer_user_id = :s AND d.folder_id = 1 \
+                 AND NOT EXISTS (SELECT 1 FROM notify_settings n WHERE n.owner_user_id = :r AND n.peer_user_id = :s \
+                                 AND n.mute_until > {date})) AS unarchive, \
                nextval('private_message_ids') AS mid \
              FROM (SELECT 1) AS one LEFT JOIN LATERAL \
                (SELECT {BOX_COLUMNS}, pts FROM message_boxes WHERE owner_user_id = :s AND random_id = :rid) b ON true \\gset"

@@ -125,7 +125,8 @@ pub async fn apply(
         | UserEvent::ContactSaved(_)
         | UserEvent::ContactDeleted(_)
         | UserEvent::ContactsReset(_)
-        | UserEvent::PeerSettings(_) => Ok(()),
+        | UserEvent::PeerSettings(_)
+        | UserEvent::NotifySettings(_) => Ok(()),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod dialog_filters;
 pub mod dialogs;
 pub mod error;
 pub mod message_boxes;
+pub mod notify_settings;
 pub mod online;
 pub mod peer_settings;
 pub mod rebuild;
@@ -43,11 +44,12 @@ pub enum Projection {
     DialogFilterSettings,
     Contacts,
     PeerSettings,
+    NotifySettings,
 }
 
 impl Projection {
     /// Every projection, in dependency order (a projection may read only those before it).
-    pub const ALL: [Projection; 7] = [
+    pub const ALL: [Projection; 8] = [
         Projection::MessageBoxes,
         Projection::Dialogs,
         Projection::ContactBlocks,
@@ -55,6 +57,7 @@ impl Projection {
         Projection::DialogFilterSettings,
         Projection::Contacts,
         Projection::PeerSettings,
+        Projection::NotifySettings,
     ];
 
     /// The projection's name, which is also its table's name.
@@ -67,6 +70,7 @@ impl Projection {
             Projection::DialogFilterSettings => dialog_filter_settings::NAME,
             Projection::Contacts => contacts::NAME,
             Projection::PeerSettings => peer_settings::NAME,
+            Projection::NotifySettings => notify_settings::NAME,
         }
     }
 
@@ -79,6 +83,7 @@ impl Projection {
             Projection::DialogFilterSettings => dialog_filter_settings::VERSION,
             Projection::Contacts => contacts::VERSION,
             Projection::PeerSettings => peer_settings::VERSION,
+            Projection::NotifySettings => notify_settings::VERSION,
         }
     }
 
@@ -114,6 +119,7 @@ impl Projection {
             Projection::DialogFilterSettings => ["user_id", "user_id"],
             Projection::Contacts => ["owner_user_id", "contact_user_id"],
             Projection::PeerSettings => ["owner_user_id", "peer_user_id"],
+            Projection::NotifySettings => ["owner_user_id", "peer_user_id"],
         }
     }
 
@@ -135,6 +141,7 @@ impl Projection {
             }
             Projection::Contacts => contacts::apply(conn, owner, pts, event).await,
             Projection::PeerSettings => peer_settings::apply(conn, owner, pts, event).await,
+            Projection::NotifySettings => notify_settings::apply(conn, owner, pts, event).await,
         }
     }
 }
@@ -205,7 +212,7 @@ mod tests {
         assert!(position(Projection::MessageBoxes) < position(Projection::Dialogs));
         assert_eq!(
             table_list(),
-            "message_boxes, dialogs, contact_blocks, dialog_filters, dialog_filter_settings, contacts, peer_settings"
+            "message_boxes, dialogs, contact_blocks, dialog_filters, dialog_filter_settings, contacts, peer_settings, notify_settings"
         );
     }
 

@@ -352,12 +352,55 @@ async fn archive_and_manual_unread_marks() {
     let (_, e) = alice.rpc_err("folders.editPeerFolders", json!({"folder_peers": [{"_": "inputFolderPeer", "peer": self_peer(), "folder_id": 1}]})).await;
     assert_eq!(e, "PEER_HISTORY_EMPTY");
 
-    // A new message keeps an archived chat archived.
+    // A new message keeps a muted archived chat archived; an unmuted one comes back to the main
+    // list, as an event of the recipient's log right after the message.
+    alice
+        .rpc(
+            "account.updateNotifySettings",
+            json!({"peer": {"_": "inputNotifyPeer", "peer": peers[0]},
+                   "settings": {"_": "inputPeerNotifySettings", "mute_until": i32::MAX}}),
+        )
+        .await;
     let to_alice = others[0].peer_of("+15556020000").await;
     others[0].send(&to_alice, "still archived?").await;
     assert_eq!(
         ids(&dialogs(&alice, json!({"folder_id": 1})).await),
         vec![id(0), id(1)]
+    );
+    let p1 = pts(&alice).await;
+    let to_alice_1 = others[1].peer_of("+15556020000").await;
+    others[1].send(&to_alice_1, "back to the main list").await;
+    assert_eq!(pts(&alice).await, p1 + 2, "the message and the move");
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 1})).await),
+        vec![id(0)]
+    );
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 0})).await),
+        vec![id(1), id(2)]
+    );
+    let d = alice
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": p1, "date": 0, "qts": 0}),
+        )
+        .await;
+    assert_eq!(d["new_messages"][0]["message"], "back to the main list");
+    assert_eq!(
+        d["other_updates"],
+        json!([{"_": "updateFolderPeers", "folder_peers": [{"_": "folderPeer", "peer": {"_": "peerUser", "user_id": id(1)}, "folder_id": 0}], "pts": p1 + 2, "pts_count": 1}])
+    );
+    // The owner's own sends never move a chat: archive it again and write from there.
+    alice
+        .rpc(
+            "folders.editPeerFolders",
+            json!({"folder_peers": [{"_": "inputFolderPeer", "peer": peers[1], "folder_id": 1}]}),
+        )
+        .await;
+    alice.send(&peers[1], "from the archive").await;
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 1})).await),
+        vec![id(1), id(0)]
     );
 
     // Pins in the archive are separate from the main list.
@@ -796,6 +839,21 @@ async fn contacts_and_peer_settings() {
         )
         .await;
     assert_eq!(e, "FIRSTNAME_INVALID");
+    let (_, e) = alice
+        .rpc_err(
+            "contacts.addContact",
+            json!({"id": input_user(0), "first_name": "Zed", "last_name": "y".repeat(65)}),
+        )
+        .await;
+    assert_eq!(e, "LASTNAME_INVALID");
+    let (_, e) = alice
+        .rpc_err(
+            "contacts.importContacts",
+            json!({"contacts": [{"_": "inputPhoneContact", "client_id": 1, "phone": "+15556050001", "first_name": "x".repeat(65), "last_name": ""}]}),
+        )
+        .await;
+    assert_eq!(e, "FIRSTNAME_INVALID");
+    assert_eq!(pts(&alice).await, 3, "refused calls append nothing");
     let r = alice
         .rpc(
             "contacts.addContact",
@@ -826,6 +884,36 @@ async fn contacts_and_peer_settings() {
     assert_eq!(
         (u[0]["first_name"].clone(), u[0]["last_name"].clone()),
         (json!("Zed"), json!("Zero"))
+    );
+    // resolvePhone answers the contact under the owner's names too (with the phone just given).
+    let r = alice
+        .rpc("contacts.resolvePhone", json!({"phone": "+15556050001"}))
+        .await;
+    assert_eq!(r["users"].as_array().unwrap().len(), 1, "{r}");
+    let zed = &r["users"][0];
+    assert_eq!(
+        (
+            &zed["first_name"],
+            &zed["last_name"],
+            &zed["contact"],
+            &zed["phone"]
+        ),
+        (
+            &json!("Zed"),
+            &json!("Zero"),
+            &json!(true),
+            &json!("15556050001")
+        ),
+        "{zed}"
+    );
+    assert_eq!(zed["access_hash"], peers[0]["access_hash"]);
+    // Another account resolving the same phone sees the account's own names.
+    let r = others[1]
+        .rpc("contacts.resolvePhone", json!({"phone": "+15556050001"}))
+        .await;
+    assert_eq!(
+        (&r["users"][0]["first_name"], &r["users"][0]["contact"]),
+        (&json!("U0"), &json!(false))
     );
     let d = dialogs(&alice, json!({})).await;
     let zed = d["users"]
@@ -974,6 +1062,8 @@ struct Organization {
     filters: BTreeMap<i64, Value>,
     filter_order: Vec<i64>,
     contacts: BTreeMap<i64, (String, String)>,
+    /// Notification settings of the chats that have any.
+    notify: BTreeMap<i64, Value>,
 }
 
 fn dialog_peer_id(v: &Value) -> i64 {
@@ -1042,6 +1132,15 @@ impl Organization {
                     .map(|v| v.as_i64().unwrap())
                     .collect();
             }
+            "updateNotifySettings" => {
+                let peer = u["peer"]["peer"]["user_id"].as_i64().unwrap();
+                let settings = &u["notify_settings"];
+                if settings.as_object().unwrap().len() > 1 {
+                    self.notify.insert(peer, settings.clone());
+                } else {
+                    self.notify.remove(&peer);
+                }
+            }
             "updatePeerSettings" => {
                 let peer = u["peer"]["user_id"].as_i64().unwrap();
                 let user = users
@@ -1063,7 +1162,8 @@ impl Organization {
     }
 
     /// The same picture, read from the server's queries.
-    async fn of_server(d: &Device, peers: &[i64]) -> Self {
+    /// `inputs` are the input peers of `peers`, in the same order.
+    async fn of_server(d: &Device, peers: &[i64], inputs: &[Value]) -> Self {
         let mut o = Organization::default();
         for folder in [0, 1] {
             let p = d
@@ -1092,6 +1192,17 @@ impl Organization {
             o.filters
                 .insert(filter["id"].as_i64().unwrap(), filter.clone());
             o.filter_order.push(filter["id"].as_i64().unwrap());
+        }
+        for (peer, input) in peers.iter().zip(inputs) {
+            let n = d
+                .rpc(
+                    "account.getNotifySettings",
+                    json!({"peer": {"_": "inputNotifyPeer", "peer": input}}),
+                )
+                .await;
+            if n.as_object().unwrap().len() > 1 {
+                o.notify.insert(*peer, n);
+            }
         }
         let c = d.rpc("contacts.getContacts", json!({})).await;
         for u in c["users"].as_array().unwrap() {
@@ -1197,6 +1308,29 @@ async fn an_offline_device_catches_up_to_exactly_the_same_organization() {
     .await;
     a.rpc("messages.hidePeerSettingsBar", json!({"peer": peers[2]}))
         .await;
+    let n = |i: usize, settings: Value| json!({"peer": {"_": "inputNotifyPeer", "peer": peers[i]}, "settings": settings});
+    a.rpc(
+        "account.updateNotifySettings",
+        n(3, json!({"mute_until": i32::MAX, "silent": true})),
+    )
+    .await;
+    a.rpc(
+        "account.updateNotifySettings",
+        n(4, json!({"show_previews": false})),
+    )
+    .await;
+    a.rpc("account.updateNotifySettings", n(4, json!({}))).await;
+    a.rpc(
+        "account.updateNotifySettings",
+        n(1, json!({"mute_until": i32::MAX})),
+    )
+    .await;
+    // A message in the unmuted archived chat 0 moves it back to the main list; the muted archived
+    // chat 3 stays.
+    for i in [0, 3] {
+        let to_alice = others[i].peer_of("+15556060000").await;
+        others[i].send(&to_alice, "hello again").await;
+    }
 
     // B comes back: the difference, paged, folded.
     let mut replica = Organization::default();
@@ -1227,7 +1361,7 @@ async fn an_offline_device_catches_up_to_exactly_the_same_organization() {
     }
     assert_eq!(at, pts(&a).await);
     let all: Vec<i64> = (0..5).map(id).collect();
-    let server = Organization::of_server(&a, &all).await;
+    let server = Organization::of_server(&a, &all, &peers).await;
     // Peers that never moved are in the main list.
     for p in &all {
         replica.folders.entry(*p).or_insert(0);
@@ -1240,6 +1374,13 @@ async fn an_offline_device_catches_up_to_exactly_the_same_organization() {
         BTreeMap::from([(0, vec![id(2)]), (1, vec![id(3)])])
     );
     assert_eq!(server.filter_order, vec![3, 2]);
+    assert_eq!(server.notify.keys().copied().collect::<Vec<_>>(), {
+        let mut muted = vec![id(1), id(3)];
+        muted.sort();
+        muted
+    });
+    assert_eq!(server.folders[&id(0)], 0, "unarchived by a message");
+    assert_eq!(server.folders[&id(3)], 1, "muted: stays archived");
 
     // And B's own queries answer exactly what A's do, for every folder and filter.
     for params in [
@@ -1338,6 +1479,14 @@ async fn limits_at_their_boundaries() {
     assert_eq!(r["count"], 101);
     assert_eq!(listed(&r).iter().filter(|(_, pinned)| *pinned).count(), 100);
 
+    // A filter title of 12 characters fits (13 is FILTER_TITLE_EMPTY, see above).
+    alice
+        .rpc(
+            "messages.updateDialogFilter",
+            filter(2, "abcdefghijkl", json!({"contacts": true})),
+        )
+        .await;
+
     // importContacts takes 1000 contacts, not 1001 (phones of no account are skipped).
     let book: Vec<Value> = (0..1001)
         .map(|i| json!({"client_id": i, "phone": format!("+1999{i:07}"), "first_name": "N", "last_name": ""}))
@@ -1351,5 +1500,312 @@ async fn limits_at_their_boundaries() {
         .await;
     assert_eq!(r["imported"], json!([]));
     assert_projections_clean(&s).await;
+    s.stop().await;
+}
+
+fn notify_peer(peer: &Value) -> Value {
+    json!({"_": "inputNotifyPeer", "peer": peer})
+}
+
+fn mute(peer: &Value, settings: Value) -> Value {
+    let mut s = json!({"_": "inputPeerNotifySettings"});
+    for (k, v) in settings.as_object().unwrap() {
+        s[k] = v.clone();
+    }
+    json!({"peer": notify_peer(peer), "settings": s})
+}
+
+/// The dialog of `peer_id` in a getDialogs answer.
+fn dialog_of(r: &Value, peer_id: i64) -> Value {
+    r["dialogs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["peer"]["user_id"] == peer_id)
+        .unwrap_or_else(|| panic!("no dialog with {peer_id} in {r}"))
+        .clone()
+}
+
+#[tokio::test]
+async fn notify_settings_mute_filters_and_the_archive() {
+    let s = TestServer::start().await;
+    let (alice, others, peers) = setup(&s, 608, 3).await;
+    let id = |i: usize| others[i].user_id;
+    let alice_2 = s.login("+15556080000", "Alice").await;
+    let empty = json!({"_": "peerNotifySettings"});
+
+    // Nothing set: empty settings everywhere.
+    assert_eq!(
+        alice
+            .rpc(
+                "account.getNotifySettings",
+                json!({"peer": notify_peer(&peers[0])})
+            )
+            .await,
+        empty
+    );
+    assert_eq!(
+        dialog_of(&dialogs(&alice, json!({})).await, id(0))["notify_settings"],
+        empty
+    );
+    for class in [
+        "inputNotifyUsers",
+        "inputNotifyChats",
+        "inputNotifyBroadcasts",
+    ] {
+        assert_eq!(
+            alice
+                .rpc("account.getNotifySettings", json!({"peer": {"_": class}}))
+                .await,
+            empty,
+            "{class} keeps nothing"
+        );
+    }
+
+    // Mute peer 0 forever (silent, previews off); the same again appends nothing.
+    let from = pts(&alice).await;
+    let forever = i64::from(i32::MAX);
+    let muted = mute(
+        &peers[0],
+        json!({"mute_until": forever, "silent": true, "show_previews": false, "sound": {"_": "notificationSoundDefault"}}),
+    );
+    assert_eq!(
+        alice
+            .rpc("account.updateNotifySettings", muted.clone())
+            .await,
+        json!({"_": "boolTrue"})
+    );
+    alice.rpc("account.updateNotifySettings", muted).await;
+    assert_eq!(pts(&alice).await, from + 1, "a repeat appends nothing");
+    let want = json!({"_": "peerNotifySettings", "show_previews": false, "silent": true, "mute_until": forever});
+    assert_eq!(
+        alice
+            .rpc(
+                "account.getNotifySettings",
+                json!({"peer": notify_peer(&peers[0])})
+            )
+            .await,
+        want
+    );
+    assert_eq!(
+        dialog_of(&dialogs(&alice, json!({})).await, id(0))["notify_settings"],
+        want
+    );
+    let pd = alice
+        .rpc("messages.getPeerDialogs", json!({"peers": [dp(&peers[0])]}))
+        .await;
+    assert_eq!(pd["dialogs"][0]["notify_settings"], want);
+    // Saved Messages can be muted too; a mute that already ended is kept as set.
+    alice
+        .rpc(
+            "account.updateNotifySettings",
+            mute(&self_peer(), json!({"mute_until": 1})),
+        )
+        .await;
+    assert_eq!(
+        alice
+            .rpc(
+                "account.getNotifySettings",
+                json!({"peer": notify_peer(&self_peer())})
+            )
+            .await,
+        json!({"_": "peerNotifySettings", "mute_until": 1})
+    );
+
+    // Errors.
+    let forged = json!({"_": "inputPeerUser", "user_id": id(1), "access_hash": peers[1]["access_hash"].as_i64().unwrap() ^ 1});
+    for (method, params) in [
+        ("account.updateNotifySettings", mute(&forged, json!({}))),
+        (
+            "account.getNotifySettings",
+            json!({"peer": notify_peer(&forged)}),
+        ),
+        (
+            "account.updateNotifySettings",
+            json!({"peer": {"_": "inputNotifyUsers"}, "settings": {"_": "inputPeerNotifySettings", "mute_until": 5}}),
+        ),
+        (
+            "account.updateNotifySettings",
+            mute(
+                &json!({"_": "inputPeerUser", "user_id": 999_999_999, "access_hash": 0}),
+                json!({}),
+            ),
+        ),
+    ] {
+        let (status, e) = alice.rpc_err(method, params.clone()).await;
+        assert_eq!((status, e.as_str()), (400, "PEER_ID_INVALID"), "{params}");
+    }
+    for bad in [
+        json!({"peer": notify_peer(&peers[1])}),
+        json!({"peer": {"_": "inputNotifyForumTopic"}, "settings": {}}),
+        json!({"peer": notify_peer(&peers[1]), "settings": {"mute_until": "soon"}}),
+    ] {
+        let (status, e) = alice
+            .rpc_err("account.updateNotifySettings", bad.clone())
+            .await;
+        assert_eq!(
+            (status, e.as_str()),
+            (400, "INPUT_REQUEST_INVALID"),
+            "{bad}"
+        );
+    }
+    assert_eq!(pts(&alice).await, from + 2, "errors append nothing");
+
+    // exclude_muted leaves muted chats out of a filter (unless pinned or included).
+    alice
+        .rpc(
+            "messages.updateDialogFilter",
+            filter(
+                2,
+                "Loud",
+                json!({"non_contacts": true, "exclude_muted": true}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 2})).await),
+        vec![id(2), id(1)]
+    );
+    alice
+        .rpc(
+            "messages.updateDialogFilter",
+            filter(3, "All", json!({"non_contacts": true})),
+        )
+        .await;
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 3})).await),
+        vec![id(2), id(1), id(0)]
+    );
+    // Muted until a time already past is not muted.
+    alice
+        .rpc(
+            "account.updateNotifySettings",
+            mute(&peers[1], json!({"mute_until": 1000})),
+        )
+        .await;
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 2})).await),
+        vec![id(2), id(1)]
+    );
+    alice
+        .rpc(
+            "account.updateNotifySettings",
+            mute(&peers[2], json!({"mute_until": forever})),
+        )
+        .await;
+    let r = dialogs(&alice, json!({"folder_id": 2})).await;
+    assert_eq!(ids(&r), vec![id(1)]);
+    assert_eq!(r["_"], "messages.dialogs");
+    // Unmuting (the settings reset to nothing) brings it back.
+    alice
+        .rpc("account.updateNotifySettings", mute(&peers[2], json!({})))
+        .await;
+    assert_eq!(
+        alice
+            .rpc(
+                "account.getNotifySettings",
+                json!({"peer": notify_peer(&peers[2])})
+            )
+            .await,
+        empty
+    );
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 2})).await),
+        vec![id(2), id(1)]
+    );
+
+    // The archive: a forwarded message unarchives an unmuted chat too; a muted one stays.
+    alice
+        .rpc(
+            "folders.editPeerFolders",
+            json!({"folder_peers": [
+                {"_": "inputFolderPeer", "peer": peers[0], "folder_id": 1},
+                {"_": "inputFolderPeer", "peer": peers[2], "folder_id": 1}
+            ]}),
+        )
+        .await;
+    let p = pts(&alice).await;
+    let a2 = others[2].peer_of("+15556080000").await;
+    let sent = others[2].send(&self_peer(), "note").await;
+    others[2]
+        .rpc(
+            "messages.forwardMessages",
+            json!({"from_peer": self_peer(), "id": [sent["id"]], "random_id": [77], "to_peer": a2}),
+        )
+        .await;
+    let a0 = others[0].peer_of("+15556080000").await;
+    others[0].send(&a0, "muted, stays").await;
+    assert_eq!(pts(&alice).await, p + 3, "two messages and one move");
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 1})).await),
+        vec![id(0)]
+    );
+    // The retry of the forward appends nothing, even though the chat is archived again.
+    alice
+        .rpc(
+            "folders.editPeerFolders",
+            json!({"folder_peers": [{"_": "inputFolderPeer", "peer": peers[2], "folder_id": 1}]}),
+        )
+        .await;
+    let p = pts(&alice).await;
+    others[2]
+        .rpc(
+            "messages.forwardMessages",
+            json!({"from_peer": self_peer(), "id": [sent["id"]], "random_id": [77], "to_peer": a2}),
+        )
+        .await;
+    assert_eq!(pts(&alice).await, p);
+    assert_eq!(
+        ids(&dialogs(&alice, json!({"folder_id": 1})).await),
+        vec![id(0), id(2)]
+    );
+
+    // The other device learns all of it from the log.
+    let d = alice_2
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": from, "date": 0, "qts": 0}),
+        )
+        .await;
+    let notify: Vec<&Value> = d["other_updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["_"] == "updateNotifySettings")
+        .collect();
+    assert_eq!(notify.len(), 5, "{d}");
+    assert_eq!(
+        notify[0],
+        &json!({"_": "updateNotifySettings", "peer": {"_": "notifyPeer", "peer": {"_": "peerUser", "user_id": id(0)}}, "notify_settings": want})
+    );
+    assert!(notify[0].get("pts").is_none(), "no pts in TL");
+    assert_eq!(notify[4]["notify_settings"], empty);
+    let users: Vec<i64> = d["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["id"].as_i64().unwrap())
+        .collect();
+    assert!(users.contains(&id(0)) && users.contains(&id(2)));
+    assert_eq!(
+        dialogs(&alice_2, json!({"folder_id": 2})).await,
+        dialogs(&alice, json!({"folder_id": 2})).await
+    );
+
+    assert_projections_clean(&s).await;
+    let before = dialogs(&alice, json!({"folder_id": 1})).await;
+    projections::rebuild::rebuild_all(&s.pool)
+        .await
+        .expect("rebuild");
+    assert_eq!(dialogs(&alice, json!({"folder_id": 1})).await, before);
+    assert_eq!(
+        alice
+            .rpc(
+                "account.getNotifySettings",
+                json!({"peer": notify_peer(&peers[0])})
+            )
+            .await,
+        want
+    );
     s.stop().await;
 }

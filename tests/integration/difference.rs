@@ -28,7 +28,25 @@ pub(crate) struct DialogGuess {
     pub candidates: BTreeSet<(i32, i32)>,
     /// Emptied by a deletion and not touched since: the server may have removed the row.
     pub may_be_gone: bool,
+    /// Possible (folder_id, pinned, unread_mark): a row re-created after a removal starts in the
+    /// main list, unpinned and unmarked, so the same ambiguity applies.
+    pub org: BTreeSet<(i64, bool, bool)>,
 }
+
+/// TL updates that take one pts in the log but carry no `pts` field (the client applies them at
+/// once; the pts is covered by the state of its next difference).
+pub(crate) const PTSLESS_UPDATES: &[&str] = &[
+    "updatePeerBlocked",
+    "updateDialogPinned",
+    "updatePinnedDialogs",
+    "updateDialogUnreadMark",
+    "updateDialogFilter",
+    "updateDialogFilterOrder",
+    "updateDialogFilters",
+    "updatePeerSettings",
+    "updateContactsReset",
+    "updateNotifySettings",
+];
 
 /// One device's view of its account, built only from `updates.getDifference` answers.
 #[derive(Debug, Clone, Default)]
@@ -46,6 +64,16 @@ pub(crate) struct Replica {
     pub applied: BTreeMap<&'static str, usize>,
     /// How often a deletion emptied a chat (each such case is ambiguous in the difference).
     pub emptied_chats: usize,
+    /// Pinned peers per folder, in pinned order (a peer whose row may have been re-created may
+    /// linger here; the comparison allows for it).
+    pub pinned: BTreeMap<i64, Vec<i64>>,
+    /// Dialog filters by id, as the last `updateDialogFilter` gave them, and their stored order.
+    pub filters: BTreeMap<i64, Value>,
+    pub filter_order: Vec<i64>,
+    /// Notification settings of chats that have any.
+    pub notify: BTreeMap<i64, Value>,
+    /// The last `peerSettings` each chat got.
+    pub peer_settings: BTreeMap<i64, Value>,
 }
 
 pub(crate) fn peer_user(v: &Value) -> i64 {
@@ -120,14 +148,17 @@ impl Replica {
         let mut news = new_messages.iter();
         let mut cursor = self.pts;
         let mut blocked_since = 0;
+        // Updates without pts sit somewhere among the new messages of their gap; which messages
+        // came first is not in the answer. Like a client, the fold applies a gap's messages first:
+        // an organization update names a dialog that exists, so the message that created it is
+        // never after it.
+        let mut ptsless: Vec<&Value> = Vec::new();
         for u in other_updates {
-            if u["_"] == "updatePeerBlocked" {
-                assert!(
-                    u.get("pts").is_none(),
-                    "updatePeerBlocked carries no pts: {u}"
-                );
+            let kind = u["_"].as_str().unwrap_or_default();
+            if PTSLESS_UPDATES.contains(&kind) {
+                assert!(u.get("pts").is_none(), "{kind} carries no pts: {u}");
                 blocked_since += 1;
-                self.apply_update(u);
+                ptsless.push(u);
                 continue;
             }
             let (pts, count) = (int(u, "pts"), int(u, "pts_count"));
@@ -144,6 +175,9 @@ impl Replica {
                 });
                 self.apply_new_message(m);
             }
+            for p in ptsless.drain(..) {
+                self.apply_update(p);
+            }
             self.apply_update(u);
             cursor = pts;
             blocked_since = 0;
@@ -158,6 +192,9 @@ impl Replica {
                 panic!("state pts {end}: {gap} pts not covered by new_messages")
             });
             self.apply_new_message(m);
+        }
+        for p in ptsless.drain(..) {
+            self.apply_update(p);
         }
         assert!(
             news.next().is_none(),
@@ -199,12 +236,14 @@ impl Replica {
         let fresh = DialogGuess {
             candidates: BTreeSet::from([(0, 0)]),
             may_be_gone: false,
+            org: BTreeSet::from([(0, false, false)]),
         };
         self.dialogs
             .entry(peer)
             .and_modify(|d| {
                 if d.may_be_gone {
                     d.candidates.insert((0, 0));
+                    d.org.insert((0, false, false));
                     d.may_be_gone = false;
                 }
             })
@@ -284,6 +323,7 @@ impl Replica {
                     .unwrap_or_else(|| panic!("read of a chat without a dialog: {u}"));
                 // Reads happen only on an existing dialog: it was kept.
                 d.may_be_gone = false;
+                d.org = d.org.iter().map(|&(f, p, _)| (f, p, false)).collect();
                 d.candidates = d
                     .candidates
                     .iter()
@@ -345,7 +385,249 @@ impl Replica {
                 }
                 *self.applied.entry("peer_blocked").or_default() += 1;
             }
+            "updateDialogPinned" => {
+                let peer = peer_user(&u["peer"]["peer"]);
+                let folder = u["folder_id"].as_i64().unwrap_or(0);
+                let pinned = u["pinned"] == true;
+                let d = self.existing_dialog(peer, u);
+                assert!(
+                    d.org.iter().any(|c| c.0 == folder),
+                    "pinned in folder {folder}, where the dialog cannot be: {u} {:?}",
+                    d.org
+                );
+                d.org = d.org.iter().map(|&(_, _, m)| (folder, pinned, m)).collect();
+                for list in self.pinned.values_mut() {
+                    list.retain(|p| *p != peer);
+                }
+                if pinned {
+                    self.pinned.entry(folder).or_default().insert(0, peer);
+                }
+                *self.applied.entry("dialog_pinned").or_default() += 1;
+            }
+            "updatePinnedDialogs" => {
+                let folder = u["folder_id"].as_i64().unwrap_or(0);
+                let order: Vec<i64> = u["order"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("order in {u}"))
+                    .iter()
+                    .map(|p| peer_user(&p["peer"]))
+                    .collect();
+                for (peer, d) in self.dialogs.iter_mut() {
+                    if order.contains(peer) {
+                        assert!(
+                            d.org.iter().any(|c| c.0 == folder),
+                            "{peer} pinned in folder {folder}, where it cannot be: {u}"
+                        );
+                        d.may_be_gone = false;
+                        d.org = d.org.iter().map(|&(_, _, m)| (folder, true, m)).collect();
+                    } else {
+                        d.org = d
+                            .org
+                            .iter()
+                            .map(|&(f, p, m)| (f, p && f != folder, m))
+                            .collect();
+                    }
+                }
+                for peer in &order {
+                    assert!(
+                        self.dialogs.contains_key(peer),
+                        "pinned unknown {peer}: {u}"
+                    );
+                }
+                for list in self.pinned.values_mut() {
+                    list.retain(|p| !order.contains(p));
+                }
+                self.pinned.insert(folder, order);
+                *self.applied.entry("pinned_dialogs").or_default() += 1;
+            }
+            "updateDialogUnreadMark" => {
+                let peer = peer_user(&u["peer"]["peer"]);
+                let unread = u["unread"] == true;
+                let d = self.existing_dialog(peer, u);
+                d.org = d.org.iter().map(|&(f, p, _)| (f, p, unread)).collect();
+                *self.applied.entry("dialog_unread_mark").or_default() += 1;
+            }
+            "updateFolderPeers" => {
+                assert_eq!(u["pts_count"], 1, "{u}");
+                let moves = u["folder_peers"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("folder_peers in {u}"));
+                assert!(!moves.is_empty(), "an empty move is not logged: {u}");
+                for fp in moves {
+                    assert_eq!(fp["_"], "folderPeer");
+                    let peer = peer_user(&fp["peer"]);
+                    let folder = fp["folder_id"].as_i64().expect("folder_id");
+                    assert!(folder == 0 || folder == 1, "{u}");
+                    let d = self.existing_dialog(peer, u);
+                    // The projector moves (and unpins) only a dialog that is elsewhere.
+                    d.org = d
+                        .org
+                        .iter()
+                        .map(|&(f, p, m)| {
+                            if f == folder {
+                                (f, p, m)
+                            } else {
+                                (folder, false, m)
+                            }
+                        })
+                        .collect();
+                    for (f, list) in self.pinned.iter_mut() {
+                        if *f != folder {
+                            list.retain(|p| *p != peer);
+                        }
+                    }
+                }
+                *self.applied.entry("folder_peers").or_default() += 1;
+            }
+            "updateDialogFilter" => {
+                let id = u["id"].as_i64().expect("filter id");
+                assert!(id >= 2, "{u}");
+                match u.get("filter") {
+                    None => {
+                        self.filters.remove(&id);
+                        self.filter_order.retain(|f| *f != id);
+                    }
+                    Some(f) => {
+                        assert_eq!((&f["_"], &f["id"]), (&json!("dialogFilter"), &json!(id)));
+                        self.filters.insert(id, f.clone());
+                        if !self.filter_order.contains(&id) {
+                            self.filter_order.push(id);
+                        }
+                    }
+                }
+                *self.applied.entry("dialog_filter").or_default() += 1;
+            }
+            "updateDialogFilterOrder" => {
+                self.filter_order = u["order"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("order in {u}"))
+                    .iter()
+                    .map(|v| v.as_i64().expect("filter id"))
+                    .collect();
+                *self.applied.entry("dialog_filter_order").or_default() += 1;
+            }
+            "updateDialogFilters" => {
+                // No fields: a client reloads getDialogFilters (folder tags were switched).
+                *self.applied.entry("dialog_filter_tags").or_default() += 1;
+            }
+            "updatePeerSettings" => {
+                let peer = peer_user(&u["peer"]);
+                assert_eq!(u["settings"]["_"], "peerSettings", "{u}");
+                self.peer_settings.insert(peer, u["settings"].clone());
+                *self.applied.entry("peer_settings").or_default() += 1;
+            }
+            "updateContactsReset" => {
+                *self.applied.entry("contacts_reset").or_default() += 1;
+            }
+            "updateNotifySettings" => {
+                assert_eq!(u["peer"]["_"], "notifyPeer", "{u}");
+                let peer = peer_user(&u["peer"]["peer"]);
+                let settings = &u["notify_settings"];
+                assert_eq!(settings["_"], "peerNotifySettings", "{u}");
+                if settings.as_object().map_or(0, |o| o.len()) > 1 {
+                    self.notify.insert(peer, settings.clone());
+                } else {
+                    self.notify.remove(&peer);
+                }
+                *self.applied.entry("notify_settings").or_default() += 1;
+            }
             other => panic!("unexpected update {other}: {u}"),
+        }
+    }
+
+    /// The dialog an organization update names: it must exist (the server refuses to organize a
+    /// chat without a dialog), so it was not removed.
+    fn existing_dialog(&mut self, peer: i64, u: &Value) -> &mut DialogGuess {
+        let d = self
+            .dialogs
+            .get_mut(&peer)
+            .unwrap_or_else(|| panic!("{} of a chat without a dialog: {u}", u["_"]));
+        d.may_be_gone = false;
+        d
+    }
+
+    /// The filter ids in the order getDialogFilters lists them: the stored order (0 is "All
+    /// chats"), then filters missing from it by id.
+    pub fn filter_ids(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self
+            .filter_order
+            .iter()
+            .copied()
+            .filter(|id| self.filters.contains_key(id))
+            .collect();
+        for id in self.filters.keys() {
+            if !ids.contains(id) {
+                ids.push(*id);
+            }
+        }
+        ids
+    }
+
+    /// The contacts as the users' objects last received say (the owner's names for them).
+    pub fn contacts(&self) -> BTreeMap<i64, (Value, Value)> {
+        self.users
+            .iter()
+            .filter(|(_, u)| u["contact"] == true)
+            .map(|(id, u)| (*id, (u["first_name"].clone(), u["last_name"].clone())))
+            .collect()
+    }
+
+    /// Compares the organization the fold knows with the server's queries: filters and their order,
+    /// contacts and their names, notification and peer settings, unread marks.
+    pub async fn assert_organization_matches(&self, dev: &Device) {
+        let f = dev.rpc("messages.getDialogFilters", json!({})).await;
+        let listed = f["filters"].as_array().expect("filters");
+        assert_eq!(listed[0]["_"], "dialogFilterDefault");
+        let ids: Vec<i64> = listed[1..]
+            .iter()
+            .map(|x| x["id"].as_i64().expect("id"))
+            .collect();
+        assert_eq!(ids, self.filter_ids(), "filters and their order");
+        for x in &listed[1..] {
+            assert_eq!(
+                x,
+                &self.filters[&x["id"].as_i64().unwrap()],
+                "filter as updated"
+            );
+        }
+        let c = dev.rpc("contacts.getContacts", json!({})).await;
+        let server: BTreeMap<i64, (Value, Value)> = c["users"]
+            .as_array()
+            .expect("users")
+            .iter()
+            .map(|u| {
+                (
+                    u["id"].as_i64().unwrap(),
+                    (u["first_name"].clone(), u["last_name"].clone()),
+                )
+            })
+            .collect();
+        assert_eq!(server, self.contacts(), "contacts under the owner's names");
+        let mut peers: BTreeSet<i64> = self.dialogs.keys().copied().collect();
+        peers.extend(self.notify.keys());
+        for peer in peers {
+            let input = self.input_peer(peer);
+            let n = dev
+                .rpc(
+                    "account.getNotifySettings",
+                    json!({"peer": {"_": "inputNotifyPeer", "peer": input}}),
+                )
+                .await;
+            let want = self
+                .notify
+                .get(&peer)
+                .cloned()
+                .unwrap_or_else(|| json!({"_": "peerNotifySettings"}));
+            assert_eq!(n, want, "notify settings of the chat with {peer}");
+        }
+        for (peer, settings) in &self.peer_settings {
+            let r = dev
+                .rpc(
+                    "messages.getPeerSettings",
+                    json!({"peer": self.input_peer(*peer)}),
+                )
+                .await;
+            assert_eq!(&r["settings"], settings, "peer settings of {peer}");
         }
     }
 
@@ -372,9 +654,15 @@ impl Replica {
             self.pts,
             "the fold is at getState's pts"
         );
-        let server = all_dialogs(dev).await;
+        let server_folders: BTreeMap<i64, Vec<(Value, Option<Value>)>> = BTreeMap::from([
+            (0, folder_dialogs(dev, 0).await),
+            (1, folder_dialogs(dev, 1).await),
+        ]);
+        let server: Vec<(Value, Option<Value>)> =
+            server_folders.values().flatten().cloned().collect();
         let mut report = ReplicaMatch::default();
-        let mut expected_order: Vec<(i32, i32, i64)> = Vec::new();
+        // Per folder, the unpinned dialogs in list order (the pinned ones lead, checked below).
+        let mut expected_order: BTreeMap<i64, Vec<(i32, i32, i64)>> = BTreeMap::new();
         let mut unread_total = 0;
         let mut seen = BTreeSet::new();
         for (d, top) in &server {
@@ -398,7 +686,19 @@ impl Replica {
                 self.unread_in(peer, row.0),
                 "unread_count of the dialog with {peer}: {d}"
             );
-            assert_eq!(d["unread_mark"], false);
+            let org = (
+                d["folder_id"].as_i64().unwrap_or(0),
+                d["pinned"] == true,
+                d["unread_mark"] == true,
+            );
+            assert!(
+                guess.org.contains(&org),
+                "(folder, pinned, unread_mark) of the dialog with {peer}: server {org:?}, fold {:?}: {d}",
+                guess.org
+            );
+            if guess.org.len() > 1 {
+                report.ambiguous_organization += 1;
+            }
             if guess.candidates.len() > 1 {
                 report.ambiguous_watermarks += 1;
             }
@@ -415,7 +715,12 @@ impl Replica {
                 );
             }
             unread_total += unread;
-            expected_order.push((top_date, top_id, peer));
+            if !org.1 {
+                expected_order
+                    .entry(org.0)
+                    .or_default()
+                    .push((top_date, top_id, peer));
+            }
         }
         for (peer, guess) in &self.dialogs {
             if !seen.contains(peer) {
@@ -426,12 +731,51 @@ impl Replica {
                 report.empty_dialogs_gone += 1;
             }
         }
-        let mut sorted = expected_order.clone();
-        sorted.sort_by(|a, b| b.cmp(a));
-        assert_eq!(
-            expected_order, sorted,
-            "getDialogs is ordered by (top date, top id, peer) descending"
-        );
+        for list in expected_order.values() {
+            let mut sorted = list.clone();
+            sorted.sort_by(|a, b| b.cmp(a));
+            assert_eq!(
+                list, &sorted,
+                "getDialogs is ordered by (top date, top id, peer) descending after the pins"
+            );
+        }
+        // Each folder's list starts with its pinned dialogs, in the pinned order the fold knows.
+        for (folder, list) in &server_folders {
+            let pinned: Vec<i64> = list
+                .iter()
+                .take_while(|(d, _)| d["pinned"] == true)
+                .map(|(d, _)| peer_user(&d["peer"]))
+                .collect();
+            assert!(
+                list.iter()
+                    .skip(pinned.len())
+                    .all(|(d, _)| d["pinned"] == false),
+                "pinned dialogs lead folder {folder}"
+            );
+            let fold: Vec<i64> = self
+                .pinned
+                .get(folder)
+                .map(|l| l.iter().copied().filter(|p| pinned.contains(p)).collect())
+                .unwrap_or_default();
+            assert_eq!(pinned, fold, "pinned order of folder {folder}");
+            let marks = dev.rpc("messages.getDialogUnreadMarks", json!({})).await;
+            let marked: BTreeSet<i64> = marks
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| peer_user(&m["peer"]))
+                .collect();
+            let listed: BTreeSet<i64> = server
+                .iter()
+                .filter(|(d, _)| d["unread_mark"] == true)
+                .map(|(d, _)| peer_user(&d["peer"]))
+                .collect();
+            assert_eq!(
+                marked, listed,
+                "getDialogUnreadMarks agrees with getDialogs"
+            );
+        }
+        self.assert_organization_matches(dev).await;
         assert_eq!(
             int(&state, "unread_count"),
             unread_total,
@@ -464,11 +808,22 @@ pub(crate) struct ReplicaMatch {
     pub empty_dialogs_kept: usize,
     pub empty_dialogs_gone: usize,
     pub ambiguous_watermarks: usize,
+    pub ambiguous_organization: usize,
 }
 
 /// Every dialog of folder 0 with its top message (if any), in list order.
 pub(crate) async fn all_dialogs(dev: &Device) -> Vec<(Value, Option<Value>)> {
-    let r = dev.rpc("messages.getDialogs", json!({"limit": 100})).await;
+    folder_dialogs(dev, 0).await
+}
+
+/// Every dialog of a folder (0 main list, 1 archive) with its top message, in list order.
+pub(crate) async fn folder_dialogs(dev: &Device, folder: i64) -> Vec<(Value, Option<Value>)> {
+    let r = dev
+        .rpc(
+            "messages.getDialogs",
+            json!({"limit": 100, "folder_id": folder}),
+        )
+        .await;
     assert_eq!(
         r["_"], "messages.dialogs",
         "fewer than 100 dialogs: one page"
@@ -579,8 +934,29 @@ pub(crate) fn check_users(viewer: i64, diff: &Value) {
     }
     for u in diff["other_updates"].as_array().unwrap() {
         for key in ["peer", "peer_id"] {
-            if u.get(key).is_some() {
-                mentioned.insert(peer_user(&u[key]));
+            if let Some(p) = u.get(key) {
+                // dialogPeer and notifyPeer wrap the peer.
+                let p = if p["_"] == "peerUser" { p } else { &p["peer"] };
+                mentioned.insert(peer_user(p));
+            }
+        }
+        for fp in u["folder_peers"].as_array().into_iter().flatten() {
+            mentioned.insert(peer_user(&fp["peer"]));
+        }
+        for dp in u["order"].as_array().into_iter().flatten() {
+            if dp.is_object() {
+                mentioned.insert(peer_user(&dp["peer"]));
+            }
+        }
+        if let Some(f) = u.get("filter") {
+            for key in ["pinned_peers", "include_peers", "exclude_peers"] {
+                for p in f[key].as_array().into_iter().flatten() {
+                    match p["_"].as_str() {
+                        Some("inputPeerSelf") => mentioned.insert(viewer),
+                        Some("inputPeerUser") => mentioned.insert(p["user_id"].as_i64().unwrap()),
+                        other => panic!("filter peer {other:?} in {u}"),
+                    };
+                }
             }
         }
     }

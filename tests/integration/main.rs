@@ -9,6 +9,7 @@ mod difference;
 mod edit;
 mod forward;
 mod mtproto;
+mod organization_push;
 mod push;
 mod queries;
 mod projections_online;

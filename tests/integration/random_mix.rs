@@ -1,9 +1,13 @@
-//! A seeded random long mix of every mutating method over 5 users with 2 devices each — first one
+//! A seeded random long mix of every mutating method (the messaging core and dialog organization:
+//! pins, unread marks, the archive, dialog filters, contacts, peer and notification settings) over 5
+//! users with 2 devices each — first one
 //! command at a time, then all users at once while each account's second device follows its log with
 //! `updates.getDifference` — and then proof that nothing drifted:
 //! (a) every account's pts and box ids are dense (read straight from the tables);
-//! (b) `updates.getDifference` from 0, paged, folded by the test, gives exactly what `getDialogs` and
-//!     `getHistory` answer; so does the difference followed incrementally during the mix;
+//! (b) `updates.getDifference` from 0, paged, folded by the test, gives exactly what `getDialogs` (both
+//!     folders, pins, unread marks), `getHistory`, `getDialogFilters`, `getContacts`,
+//!     `getNotifySettings` and `getPeerSettings` answer; so does the difference followed
+//!     incrementally during the mix;
 //! (c) `projections verify` (library and CLI) is clean, and `projections rebuild` (library and CLI)
 //!     changes nothing a client can see;
 //! (d) a tampered `dialogs` row is reported by verify.
@@ -129,7 +133,8 @@ impl Mix {
             let j = *actor.peers.keys().collect::<Vec<_>>().choose(rng).unwrap();
             (actor.peers[j].clone(), self.actors[*j].id)
         };
-        let roll = rng.gen_range(0..100);
+        // 0..100: the messaging core; 100..130: dialog organization (issue 5).
+        let roll = rng.gen_range(0..130);
         let (method, params): (&'static str, Value) = match roll {
             0..=38 => {
                 // A retry of an earlier send now and then (same random_id: the first answer again).
@@ -287,15 +292,18 @@ impl Mix {
                 "messages.getHistory",
                 json!({"peer": peer, "limit": rng.gen_range(1..40), "add_offset": rng.gen_range(-5..5)}),
             ),
-            _ => (
+            95..=99 => (
                 "messages.getDialogs",
                 json!({"limit": rng.gen_range(1..10)}),
             ),
+            _ => self.organization_step(rng, me, &peer, peer_id),
         };
         let r = dev.call(method, params.clone()).await;
         let short = method
             .trim_start_matches("messages.")
-            .trim_start_matches("contacts.");
+            .trim_start_matches("contacts.")
+            .trim_start_matches("folders.")
+            .trim_start_matches("account.");
         self.record(short, &r, own, Some(&params));
         if r.0 == 200 && method == "messages.sendMessage" {
             let send = SentSend {
@@ -306,6 +314,134 @@ impl Mix {
                 pts: r.1["pts"].as_i64().unwrap(),
             };
             self.tally.lock().unwrap().sends[me].push(send);
+        }
+    }
+
+    /// One random dialog-organization command (pins, unread marks, archive, filters, contacts,
+    /// peer and notification settings) on the chat with `peer`, or on a few of the actor's chats.
+    fn organization_step(
+        &self,
+        rng: &mut StdRng,
+        me: usize,
+        peer: &Value,
+        peer_id: i64,
+    ) -> (&'static str, Value) {
+        let actor = &self.actors[me];
+        let own = actor.id;
+        let dialog_peer = |p: &Value| json!({"_": "inputDialogPeer", "peer": p});
+        // Some of the actor's chats (Saved Messages among them now and then).
+        let some_peers = |rng: &mut StdRng, max: usize| -> Vec<Value> {
+            let mut all: Vec<Value> = actor.peers.values().cloned().collect();
+            all.push(self_peer());
+            let n = rng.gen_range(0..=max.min(all.len()));
+            all.choose_multiple(rng, n).cloned().collect()
+        };
+        let input_user = if peer_id == own {
+            json!({"_": "inputUserSelf"})
+        } else {
+            json!({"_": "inputUser", "user_id": peer["user_id"], "access_hash": peer["access_hash"]})
+        };
+        let roll = rng.gen_range(0..30);
+        match roll {
+            0..=3 => (
+                "messages.toggleDialogPin",
+                json!({"pinned": rng.gen_bool(0.7), "peer": dialog_peer(peer)}),
+            ),
+            4..=5 => {
+                let order: Vec<Value> = some_peers(rng, 4).iter().map(dialog_peer).collect();
+                (
+                    "messages.reorderPinnedDialogs",
+                    json!({"force": rng.gen_bool(0.5), "folder_id": rng.gen_range(0..2), "order": order}),
+                )
+            }
+            6..=8 => (
+                "messages.markDialogUnread",
+                json!({"unread": rng.gen_bool(0.7), "peer": dialog_peer(peer)}),
+            ),
+            9..=12 => {
+                let mut moves = vec![
+                    json!({"_": "inputFolderPeer", "peer": peer, "folder_id": i32::from(rng.gen_bool(0.6))}),
+                ];
+                for p in some_peers(rng, 1) {
+                    moves.push(json!({"_": "inputFolderPeer", "peer": p, "folder_id": rng.gen_range(0..2)}));
+                }
+                ("folders.editPeerFolders", json!({"folder_peers": moves}))
+            }
+            13..=15 => {
+                let id = rng.gen_range(2..6);
+                if rng.gen_bool(0.25) {
+                    return ("messages.updateDialogFilter", json!({"id": id}));
+                }
+                let mut f = json!({
+                    "_": "dialogFilter", "id": id,
+                    "title": {"_": "textWithEntities", "text": format!("f{}", rng.gen_range(0..100)), "entities": []},
+                    "pinned_peers": some_peers(rng, 1),
+                    "include_peers": some_peers(rng, 2),
+                    "exclude_peers": some_peers(rng, 1),
+                });
+                for flag in [
+                    "contacts",
+                    "non_contacts",
+                    "exclude_muted",
+                    "exclude_read",
+                    "exclude_archived",
+                ] {
+                    if rng.gen_bool(0.4) {
+                        f[flag] = json!(true);
+                    }
+                }
+                if rng.gen_bool(0.3) {
+                    f["emoticon"] = json!("💼");
+                }
+                (
+                    "messages.updateDialogFilter",
+                    json!({"id": id, "filter": f}),
+                )
+            }
+            16 => {
+                let mut order: Vec<i64> = vec![0, 2, 3, 4, 5];
+                order.shuffle(rng);
+                order.truncate(rng.gen_range(0..=5));
+                ("messages.updateDialogFiltersOrder", json!({"order": order}))
+            }
+            17 => (
+                "messages.toggleDialogFilterTags",
+                json!({"enabled": rng.gen_bool(0.5)}),
+            ),
+            18..=20 => (
+                "contacts.addContact",
+                json!({"id": input_user, "first_name": format!("C{}", rng.gen_range(0..5)), "last_name": *["", "X"].choose(rng).unwrap()}),
+            ),
+            21 => {
+                let j = rng.gen_range(0..self.actors.len());
+                (
+                    "contacts.importContacts",
+                    json!({"contacts": [{"_": "inputPhoneContact", "client_id": rng.gen_range(1..1000), "phone": format!("+1555030{j:04}"), "first_name": format!("I{j}"), "last_name": ""}]}),
+                )
+            }
+            22..=23 => ("contacts.deleteContacts", json!({"id": [input_user]})),
+            24 => ("contacts.resetSaved", json!({})),
+            25 => ("messages.hidePeerSettingsBar", json!({"peer": peer})),
+            26..=28 => {
+                let mut settings = json!({"_": "inputPeerNotifySettings"});
+                match rng.gen_range(0..4) {
+                    0 => {}
+                    1 => settings["mute_until"] = json!(i32::MAX),
+                    2 => settings["mute_until"] = json!(1000),
+                    _ => {
+                        settings["mute_until"] = json!(i32::MAX);
+                        settings["silent"] = json!(rng.gen_bool(0.5));
+                    }
+                }
+                (
+                    "account.updateNotifySettings",
+                    json!({"peer": {"_": "inputNotifyPeer", "peer": peer}, "settings": settings}),
+                )
+            }
+            _ => (
+                "messages.getDialogs",
+                json!({"limit": rng.gen_range(1..10), "folder_id": rng.gen_range(0..6)}),
+            ),
         }
     }
 
@@ -366,6 +502,7 @@ impl Mix {
                 }
             }
             "boolTrue"
+            | "contacts.importedContacts"
             | "messages.messages"
             | "messages.messagesSlice"
             | "messages.dialogs"
@@ -497,6 +634,13 @@ async fn random_mix_keeps_every_invariant() {
             "readHistory",
             "block",
             "unblock",
+            "toggleDialogPin",
+            "markDialogUnread",
+            "editPeerFolders",
+            "updateDialogFilter",
+            "addContact",
+            "deleteContacts",
+            "updateNotifySettings",
         ] {
             assert!(
                 t.ok.get(kind).copied().unwrap_or(0) > 0,
@@ -559,6 +703,14 @@ async fn random_mix_keeps_every_invariant() {
             "incremental and from-0 folds agree"
         );
         assert_eq!(followed.blocked, replica.blocked);
+        assert_eq!(
+            (&followed.pinned, &followed.filters, &followed.filter_order),
+            (&replica.pinned, &replica.filters, &replica.filter_order)
+        );
+        assert_eq!(
+            (&followed.notify, &followed.peer_settings),
+            (&replica.notify, &replica.peer_settings)
+        );
         followed.assert_matches(&a.devices[1], false).await;
         eprintln!(
             "random_mix: user {i}: pts {}, {} pages from 0, {polls} incremental polls, {seen:?}, applied {:?}",
@@ -604,7 +756,8 @@ async fn random_mix_keeps_every_invariant() {
             "dialog_filters",
             "dialog_filter_settings",
             "contacts",
-            "peer_settings"
+            "peer_settings",
+            "notify_settings"
         ],
     );
     let before = dialogs_of_all(&mix).await;

@@ -9,7 +9,7 @@ use domain::{limits, BoxId, DomainError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::outgoing::{deliver, Outgoing};
+use super::outgoing::{deliver, unarchive_for_recipient, Outgoing};
 use super::send_message::reject_out_of_scope;
 use crate::clock::unix_now;
 use crate::error::AppError;
@@ -133,6 +133,9 @@ impl App {
 
         let date = unix_now();
         let origin = Origin::from(caller);
+        // Read before the first copy lands (which creates the dialog if there was none).
+        let unarchive = recipient_gets_it && tx.archived_unmuted(to_id, sender, date).await?;
+        let mut delivered = false;
         let mut updates = Vec::with_capacity(ids.len() * 2);
         let mut mentioned = vec![sender, to_id];
         for (source, random_id) in sources.into_iter().zip(req.random_id.iter().copied()) {
@@ -167,6 +170,7 @@ impl App {
                         reply_to: None,
                         fwd_from,
                     };
+                    delivered = true;
                     deliver(
                         tx.as_mut(),
                         sender,
@@ -190,6 +194,9 @@ impl App {
                 pts: pts.get(),
                 pts_count: 1,
             });
+        }
+        if unarchive && delivered {
+            unarchive_for_recipient(tx.as_mut(), to_id, sender, origin).await?;
         }
         tx.commit().await?;
         let users = self.users_for(sender, mentioned).await?;

@@ -12,6 +12,7 @@ pub mod edit_peer_folders;
 pub mod forward_messages;
 pub mod login;
 pub mod mark_dialog_unread;
+pub mod notify_settings;
 mod outgoing;
 pub mod pin_dialogs;
 pub mod read_history;

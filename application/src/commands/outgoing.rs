@@ -1,7 +1,7 @@
 //! Putting one new private message into its owners' boxes: the part `sendMessage` and
 //! `forwardMessages` share.
 
-use domain::events::{NewMessage, UserEvent};
+use domain::events::{FolderPeer, FolderPeers, NewMessage, UserEvent};
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
 use domain::{MessageId, Pts, UserId};
 use serde_json::Value;
@@ -102,4 +102,24 @@ pub(crate) async fn deliver(
         .await?;
     }
     Ok((sender_copy, pts))
+}
+
+/// A message arrived in a chat the recipient archived and did not mute: like Telegram (unless the
+/// account keeps unmuted chats archived, which ptslog has no setting for), the chat moves back to
+/// the recipient's main list, as an event of its log (`updateFolderPeers`) so every device of the
+/// recipient learns it. Appended after the message's own event.
+pub(crate) async fn unarchive_for_recipient(
+    tx: &mut dyn WriteTx,
+    recipient: UserId,
+    sender: UserId,
+    origin: Origin,
+) -> Result<(), AppError> {
+    let event = UserEvent::FolderPeers(FolderPeers {
+        folder_peers: vec![FolderPeer {
+            peer_id: sender,
+            folder_id: 0,
+        }],
+    });
+    tx.append(recipient, event, origin).await?;
+    Ok(())
 }

@@ -9,7 +9,7 @@ use domain::{limits, BoxId, DomainError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::outgoing::{deliver, Outgoing};
+use super::outgoing::{deliver, unarchive_for_recipient, Outgoing};
 use crate::clock::unix_now;
 use crate::error::AppError;
 use crate::ports::{Origin, SendPreflight};
@@ -202,30 +202,38 @@ impl App {
 
         // A retry of a send that committed gets the first answer and appends nothing. The random_id
         // lookup and the block checks are one round trip (send_preflight).
-        let (sender_blocked_peer, peer_blocked_sender) =
-            match tx.send_preflight(sender, peer_id, req.random_id).await? {
-                SendPreflight::New {
-                    sender_blocked_peer,
-                    peer_blocked_sender,
-                } => (sender_blocked_peer, peer_blocked_sender),
-                SendPreflight::Retry(first, pts) => {
-                    // A forwarded copy is another message, even with the same text.
-                    if first.peer_id != peer_id
-                        || first.text != text.as_str()
-                        || first.fwd_from.is_some()
-                    {
-                        return Err(DomainError::RandomIdDuplicate.into());
-                    }
-                    return Ok(Updates::ShortSentMessage {
-                        out: true,
-                        id: first.id.get(),
-                        pts: pts.get(),
-                        pts_count: 1,
-                        date: first.date,
-                        entities: Vec::new(),
-                    });
+        let date = unix_now();
+        let (sender_blocked_peer, peer_blocked_sender, peer_archived_unmuted) = match tx
+            .send_preflight(sender, peer_id, req.random_id, date)
+            .await?
+        {
+            SendPreflight::New {
+                sender_blocked_peer,
+                peer_blocked_sender,
+                peer_archived_unmuted,
+            } => (
+                sender_blocked_peer,
+                peer_blocked_sender,
+                peer_archived_unmuted,
+            ),
+            SendPreflight::Retry(first, pts) => {
+                // A forwarded copy is another message, even with the same text.
+                if first.peer_id != peer_id
+                    || first.text != text.as_str()
+                    || first.fwd_from.is_some()
+                {
+                    return Err(DomainError::RandomIdDuplicate.into());
                 }
-            };
+                return Ok(Updates::ShortSentMessage {
+                    out: true,
+                    id: first.id.get(),
+                    pts: pts.get(),
+                    pts_count: 1,
+                    date: first.date,
+                    entities: Vec::new(),
+                });
+            }
+        };
 
         let recipient_gets_it = match peer {
             ChatPeer::SelfChat => false,
@@ -258,7 +266,7 @@ impl App {
 
         let outgoing = Outgoing {
             random_id: req.random_id,
-            date: unix_now(),
+            date,
             text: text.into_string(),
             entities: entities.into_vec(),
             silent: req.silent,
@@ -275,6 +283,9 @@ impl App {
             Origin::from(caller),
         )
         .await?;
+        if recipient_gets_it && peer_archived_unmuted {
+            unarchive_for_recipient(tx.as_mut(), peer_id, sender, Origin::from(caller)).await?;
+        }
         tx.commit().await?;
         Ok(Updates::ShortSentMessage {
             out: true,

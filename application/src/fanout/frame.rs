@@ -7,7 +7,7 @@ use domain::access_hash::AccessHashKey;
 use domain::UserId;
 
 use super::hub::Frame;
-use crate::ports::{StoredEvent, UserRecord};
+use crate::ports::{ContactRecord, StoredEvent, UserRecord};
 use crate::tl::{update_for_event, users_of_event, Updates, User};
 
 /// Users the frame of this event must carry (the owner sees them with its own access hashes).
@@ -18,15 +18,34 @@ pub fn frame_users(stored: &StoredEvent) -> Vec<UserId> {
     ids
 }
 
+/// What the owner's contact list says about one user of a frame: the owner's entry for the user
+/// (its names for them) and whether the user has the owner as a contact too.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContactLink {
+    pub contact: Option<ContactRecord>,
+    pub they_have_owner: bool,
+}
+
+/// One user a frame carries: the account and the owner's contact link to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameUser {
+    pub record: UserRecord,
+    pub link: ContactLink,
+}
+
 /// `{"_":"updates","updates":[…],"users":[…],"chats":[],"date":…,"seq":0}` for the event's owner.
-/// `records` are the users of [`frame_users`] (missing ones are left out, as getDifference does).
-pub fn push_updates(stored: &StoredEvent, records: &[UserRecord], keys: &AccessHashKey) -> Updates {
+/// `users` are the users of [`frame_users`] (missing ones are left out, as getDifference does),
+/// shown as every answer shows them to the owner: its access hashes and its contact names.
+pub fn push_updates(stored: &StoredEvent, users: &[FrameUser], keys: &AccessHashKey) -> Updates {
     let viewer = stored.user_id;
     Updates::Updates {
         updates: vec![update_for_event(stored, keys)],
-        users: records
+        users: users
             .iter()
-            .map(|r| User::for_viewer(viewer, r, keys))
+            .map(|u| {
+                User::for_viewer(viewer, &u.record, keys)
+                    .with_contact(u.link.contact.as_ref(), u.link.they_have_owner)
+            })
             .collect(),
         chats: Vec::new(),
         date: stored.date,
@@ -37,11 +56,11 @@ pub fn push_updates(stored: &StoredEvent, records: &[UserRecord], keys: &AccessH
 /// The serialized frame, ready to be shared by every device of the owner.
 pub fn push_frame(
     stored: &StoredEvent,
-    records: &[UserRecord],
+    users: &[FrameUser],
     keys: &AccessHashKey,
     committed_at_micros: i64,
 ) -> Frame {
-    let updates = push_updates(stored, records, keys);
+    let updates = push_updates(stored, users, keys);
     // TL objects are plain data; serializing them cannot fail.
     let json = serde_json::to_string(&updates).unwrap_or_default();
     Frame {
@@ -84,7 +103,11 @@ mod tests {
             first_name: "Bob".into(),
             last_name: String::new(),
         };
-        let frame = push_frame(&stored, &[bob], &keys, 5);
+        let plain = FrameUser {
+            record: bob.clone(),
+            link: ContactLink::default(),
+        };
+        let frame = push_frame(&stored, &[plain], &keys, 5);
         assert_eq!(frame.pts, 4);
         let v: Value = serde_json::from_str(&frame.json).unwrap();
         assert_eq!(v["_"], "updates");
@@ -97,6 +120,40 @@ mod tests {
         assert_eq!(
             (v["date"].as_i64(), v["seq"].as_i64()),
             (Some(1764489600), Some(0))
+        );
+        assert_eq!(v["users"][0]["first_name"], "Bob");
+        assert_eq!(v["users"][0]["contact"], false);
+
+        // The owner's contact entry: its names for the user, contact and mutual flags.
+        let saved = FrameUser {
+            record: bob,
+            link: ContactLink {
+                contact: Some(ContactRecord {
+                    user_id: peer,
+                    first_name: "Bobby".into(),
+                    last_name: "B".into(),
+                    phone: String::new(),
+                    imported: false,
+                    date: 1,
+                }),
+                they_have_owner: true,
+            },
+        };
+        let v: Value = serde_json::from_str(&push_frame(&stored, &[saved], &keys, 5).json).unwrap();
+        let u = &v["users"][0];
+        assert_eq!(
+            (
+                &u["first_name"],
+                &u["last_name"],
+                &u["contact"],
+                &u["mutual_contact"]
+            ),
+            (
+                &Value::from("Bobby"),
+                &Value::from("B"),
+                &Value::from(true),
+                &Value::from(true)
+            )
         );
     }
 }

@@ -9,7 +9,7 @@ pub mod record;
 
 use async_trait::async_trait;
 
-pub use frame::{frame_users, push_frame, push_updates};
+pub use frame::{frame_users, push_frame, push_updates, ContactLink, FrameUser};
 pub use hub::{
     Delivery, DeliveryReport, DeviceChannel, DeviceId, Frame, Hub, Outgoing, PushError,
     RESERVED_SLOTS,

@@ -178,6 +178,7 @@ impl App {
             .ok_or(DomainError::FolderIdInvalid)?;
         let contacts = self.store.contacts(owner).await?;
         let all = self.store.all_dialogs(owner).await?;
+        let now = crate::clock::unix_now();
         let matched: Vec<DialogRecord> = all
             .into_iter()
             .filter(|d| {
@@ -187,6 +188,7 @@ impl App {
                     folder_id: d.folder_id,
                     unread_count: d.unread_count,
                     unread_mark: d.unread_mark,
+                    muted: d.notify.muted_at(now),
                 })
             })
             .map(|mut d| {

@@ -6,6 +6,7 @@ pub mod get_dialogs;
 pub mod get_difference;
 pub mod get_history;
 pub mod get_messages;
+pub mod get_notify_settings;
 pub mod get_outbox_read_date;
 pub mod get_peer_dialogs;
 pub mod get_state;

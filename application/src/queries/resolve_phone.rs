@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::commands::login::normalize_phone;
 use crate::error::AppError;
-use crate::tl::{Peer, ResolvedPeer, User};
+use crate::tl::{Peer, ResolvedPeer};
 use crate::{App, Caller};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -25,13 +25,16 @@ impl App {
             .user_by_phone(&phone)
             .await?
             .ok_or(DomainError::PhoneNotOccupied)?;
-        let mut user = User::for_viewer(caller.user_id, &record, &self.keys);
-        // The caller just proved it knows the number.
-        user.phone = Some(phone.trim_start_matches('+').to_string());
+        // As every other answer: the caller's own names for a contact (users_for overlays them).
+        let mut users = self.users_for(caller.user_id, [record.id]).await?;
+        for user in &mut users {
+            // The caller just proved it knows the number.
+            user.phone = Some(phone.trim_start_matches('+').to_string());
+        }
         Ok(ResolvedPeer {
             peer: Peer::user(record.id),
             chats: Vec::new(),
-            users: vec![user],
+            users,
         })
     }
 }

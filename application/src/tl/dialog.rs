@@ -1,12 +1,38 @@
+use domain::events::PeerNotify;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{Message, Peer, User};
 use crate::ports::DialogRecord;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// TL `peerNotifySettings`: the fields the owner set (none: the client's defaults).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(tag = "_", rename = "peerNotifySettings")]
-pub struct PeerNotifySettings {}
+pub struct PeerNotifySettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub show_previews: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub silent: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mute_until: Option<i32>,
+}
+
+impl From<&PeerNotify> for PeerNotifySettings {
+    fn from(s: &PeerNotify) -> Self {
+        Self {
+            show_previews: s.show_previews,
+            silent: s.silent,
+            mute_until: s.mute_until,
+        }
+    }
+}
+
+/// TL `notifyPeer`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_", rename = "notifyPeer")]
+pub struct NotifyPeer {
+    pub peer: Peer,
+}
 
 /// TL `dialog`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -38,7 +64,7 @@ impl From<&DialogRecord> for Dialog {
             unread_count: d.unread_count,
             unread_mentions_count: 0,
             unread_reactions_count: 0,
-            notify_settings: PeerNotifySettings {},
+            notify_settings: PeerNotifySettings::from(&d.notify),
             folder_id: (d.folder_id != 0).then_some(d.folder_id as i32),
         }
     }

@@ -5,7 +5,10 @@ use domain::access_hash::AccessHashKey;
 use domain::events::UserEvent;
 use domain::UserId;
 
-use super::{DialogFilter, DialogPeer, FolderPeer, Message, Peer, PeerSettings, Update};
+use super::{
+    DialogFilter, DialogPeer, FolderPeer, Message, NotifyPeer, Peer, PeerNotifySettings,
+    PeerSettings, Update,
+};
 use crate::ports::StoredEvent;
 
 /// The update for one event, with the event's pts and pts_count. `keys` give the input peers an
@@ -102,6 +105,12 @@ pub fn update_for_event(stored: &StoredEvent, keys: &AccessHashKey) -> Update {
             settings: PeerSettings::from(&e.settings),
         },
         UserEvent::ContactsReset(_) => Update::ContactsReset {},
+        UserEvent::NotifySettings(e) => Update::NotifySettings {
+            peer: NotifyPeer {
+                peer: Peer::user(e.peer_id),
+            },
+            notify_settings: PeerNotifySettings::from(&e.settings),
+        },
     }
 }
 
@@ -131,6 +140,7 @@ pub fn users_of_event(event: &UserEvent) -> Vec<UserId> {
         UserEvent::ContactSaved(e) => vec![e.user_id],
         UserEvent::ContactDeleted(e) => vec![e.user_id],
         UserEvent::PeerSettings(e) => vec![e.peer_id],
+        UserEvent::NotifySettings(e) => vec![e.peer_id],
         UserEvent::DeleteMessages(_)
         | UserEvent::ReadMessageContents(_)
         | UserEvent::DialogFilterOrder(_)

@@ -13,7 +13,7 @@ mod rpc_error;
 mod update;
 mod user;
 
-pub use dialog::{Dialog, Dialogs, PeerDialogs, PeerNotifySettings};
+pub use dialog::{Dialog, Dialogs, NotifyPeer, PeerDialogs, PeerNotifySettings};
 pub use difference::{Difference, State};
 pub use from_event::{update_for_event, users_of_event};
 pub use input::{long, longs, opt_long, InputPeer, InputReplyTo, InputUser};

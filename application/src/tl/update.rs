@@ -1,7 +1,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{DialogFilter, DialogPeer, FolderPeer, Message, Peer, PeerSettings, User};
+use super::{
+    DialogFilter, DialogPeer, FolderPeer, Message, NotifyPeer, Peer, PeerNotifySettings,
+    PeerSettings, User,
+};
 
 /// TL `Update` constructors ptslog produces.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,6 +90,11 @@ pub enum Update {
     PeerSettings { peer: Peer, settings: PeerSettings },
     #[serde(rename = "updateContactsReset")]
     ContactsReset {},
+    #[serde(rename = "updateNotifySettings")]
+    NotifySettings {
+        peer: NotifyPeer,
+        notify_settings: PeerNotifySettings,
+    },
 }
 
 /// TL `Updates` constructors ptslog answers with.

@@ -88,13 +88,14 @@ pub struct FilterSubject {
     pub folder_id: i16,
     pub unread_count: i32,
     pub unread_mark: bool,
+    /// The owner's notification settings mute the chat now.
+    pub muted: bool,
 }
 
 impl DialogFilterRules {
     /// Whether the dialog belongs to this filter. Excluded peers never do; pinned and included peers
     /// always do otherwise; the rest must match a category (contacts / non-contacts; private chats
-    /// are never groups, channels or bots) and pass the exclusions (archived, read; nothing is muted
-    /// yet, so `exclude_muted` excludes nothing).
+    /// are never groups, channels or bots) and pass the exclusions (muted, archived, read).
     pub fn includes(&self, d: &FilterSubject) -> bool {
         if self.exclude_peers.contains(&d.peer) {
             return false;
@@ -108,6 +109,9 @@ impl DialogFilterRules {
             self.non_contacts
         };
         if !category {
+            return false;
+        }
+        if self.exclude_muted && d.muted {
             return false;
         }
         if self.exclude_archived && d.folder_id == 1 {
@@ -148,6 +152,7 @@ mod tests {
             folder_id: 1,
             unread_count: 0,
             unread_mark: false,
+            muted: false,
         };
         let mut r = rules();
         assert!(!r.includes(&subject));
@@ -159,5 +164,29 @@ mod tests {
         assert!(r.includes(&subject));
         r.exclude_peers = vec![a];
         assert!(!r.includes(&subject));
+    }
+
+    #[test]
+    fn exclude_muted_leaves_out_muted_chats_unless_included() {
+        let a = UserId::new(5).unwrap();
+        let muted = FilterSubject {
+            peer: a,
+            contact: true,
+            folder_id: 0,
+            unread_count: 1,
+            unread_mark: false,
+            muted: true,
+        };
+        let mut r = rules();
+        r.contacts = true;
+        assert!(r.includes(&muted));
+        r.exclude_muted = true;
+        assert!(!r.includes(&muted));
+        assert!(r.includes(&FilterSubject {
+            muted: false,
+            ..muted
+        }));
+        r.pinned_peers = vec![a];
+        assert!(r.includes(&muted), "pinned peers are always in");
     }
 }

@@ -10,6 +10,7 @@ mod dialog_unread_mark;
 mod edit_message;
 mod folder_peers;
 mod new_message;
+mod notify_settings;
 mod peer_blocked;
 mod pinned_dialogs;
 mod read_history_inbox;
@@ -26,6 +27,7 @@ pub use dialog_unread_mark::DialogUnreadMark;
 pub use edit_message::EditMessage;
 pub use folder_peers::{FolderPeer, FolderPeers};
 pub use new_message::NewMessage;
+pub use notify_settings::{NotifySettings, PeerNotify};
 pub use peer_blocked::PeerBlocked;
 pub use pinned_dialogs::PinnedDialogs;
 pub use read_history_inbox::ReadHistoryInbox;
@@ -56,6 +58,7 @@ pub enum UserEvent {
     ContactDeleted(ContactDeleted),
     ContactsReset(ContactsReset),
     PeerSettings(PeerSettings),
+    NotifySettings(NotifySettings),
 }
 
 /// What each event kind declares about itself.
@@ -100,6 +103,7 @@ impl UserEvent {
         ContactDeleted::KIND,
         ContactsReset::KIND,
         PeerSettings::KIND,
+        NotifySettings::KIND,
     ];
 
     pub fn kind(&self) -> &'static str {
@@ -122,6 +126,7 @@ impl UserEvent {
             UserEvent::ContactDeleted(_) => ContactDeleted::KIND,
             UserEvent::ContactsReset(_) => ContactsReset::KIND,
             UserEvent::PeerSettings(_) => PeerSettings::KIND,
+            UserEvent::NotifySettings(_) => NotifySettings::KIND,
         }
     }
 
@@ -145,6 +150,7 @@ impl UserEvent {
             UserEvent::ContactDeleted(_) => ContactDeleted::VERSION,
             UserEvent::ContactsReset(_) => ContactsReset::VERSION,
             UserEvent::PeerSettings(_) => PeerSettings::VERSION,
+            UserEvent::NotifySettings(_) => NotifySettings::VERSION,
         }
     }
 
@@ -178,6 +184,7 @@ impl UserEvent {
             UserEvent::ContactDeleted(e) => serde_json::to_value(e),
             UserEvent::ContactsReset(e) => serde_json::to_value(e),
             UserEvent::PeerSettings(e) => serde_json::to_value(e),
+            UserEvent::NotifySettings(e) => serde_json::to_value(e),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         v.unwrap_or(serde_json::Value::Null)
@@ -223,6 +230,7 @@ impl UserEvent {
             ContactDeleted::KIND => UserEvent::ContactDeleted(read(version, payload)?),
             ContactsReset::KIND => UserEvent::ContactsReset(read(version, payload)?),
             PeerSettings::KIND => UserEvent::PeerSettings(read(version, payload)?),
+            NotifySettings::KIND => UserEvent::NotifySettings(read(version, payload)?),
             other => return Err(EventDecodeError::UnknownKind(other.into())),
         })
     }
@@ -276,6 +284,14 @@ mod tests {
                 }],
             }),
             UserEvent::ContactsReset(ContactsReset {}),
+            UserEvent::NotifySettings(NotifySettings {
+                peer_id: peer,
+                settings: PeerNotify {
+                    mute_until: Some(2_000_000_000),
+                    silent: Some(true),
+                    show_previews: None,
+                },
+            }),
             UserEvent::ContactSaved(ContactSaved {
                 user_id: peer,
                 first_name: "A".into(),
@@ -292,7 +308,7 @@ mod tests {
             );
             assert_eq!(ev.pts_count(), 1);
         }
-        assert_eq!(UserEvent::KINDS.len(), 18);
+        assert_eq!(UserEvent::KINDS.len(), 19);
     }
 
     #[test]

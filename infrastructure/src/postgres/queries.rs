@@ -154,3 +154,38 @@ pub(crate) async fn bar_hidden<'e>(
     .await
     .map_err(db_error)
 }
+
+/// The owner's notification settings of one chat (notify_settings primary key).
+pub(crate) async fn notify_settings<'e>(
+    ex: impl PgExecutor<'e>,
+    owner: UserId,
+    peer: UserId,
+) -> Result<domain::events::PeerNotify, StoreError> {
+    let row: Option<(Option<bool>, Option<bool>, Option<i32>)> = sqlx::query_as(
+        "SELECT show_previews, silent, mute_until FROM notify_settings WHERE owner_user_id = $1 AND peer_user_id = $2",
+    )
+    .bind(owner.get())
+    .bind(peer.get())
+    .fetch_optional(ex)
+    .await
+    .map_err(db_error)?;
+    Ok(row
+        .map(
+            |(show_previews, silent, mute_until)| domain::events::PeerNotify {
+                show_previews,
+                silent,
+                mute_until,
+            },
+        )
+        .unwrap_or_default())
+}
+
+/// The condition "the owner ($owner) has its dialog with $peer archived and not muted at $now", as
+/// SQL over three placeholders (dialogs primary key, notify_settings primary key).
+pub(crate) fn archived_unmuted_sql(owner: &str, peer: &str, now: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM dialogs d WHERE d.user_id = {owner} AND d.peer_user_id = {peer} AND d.folder_id = 1 \
+           AND NOT EXISTS (SELECT 1 FROM notify_settings n WHERE n.owner_user_id = {owner} \
+                           AND n.peer_user_id = {peer} AND n.mute_until > {now}))"
+    )
+}

@@ -2,7 +2,7 @@
 //! stored data, never a panic.
 
 use application::ports::{DialogRecord, Origin, StoreError, StoredEvent, UserRecord};
-use domain::events::UserEvent;
+use domain::events::{PeerNotify, UserEvent};
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
 use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
 use sqlx::postgres::PgRow;
@@ -13,9 +13,13 @@ pub(crate) const BOX_COLUMNS: &str =
     "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
      text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date";
 
+/// Read `FROM dialogs` (unaliased): the chat's notification settings come from their own read model,
+/// one primary-key lookup per dialog.
 pub(crate) const DIALOG_COLUMNS: &str =
     "peer_user_id, folder_id, top_message, top_message_date, read_inbox_max_id, read_outbox_max_id, unread_count, unread_mark, \
-     pinned_order IS NOT NULL AS pinned";
+     pinned_order IS NOT NULL AS pinned, \
+     (SELECT jsonb_build_object('show_previews', n.show_previews, 'silent', n.silent, 'mute_until', n.mute_until) \
+      FROM notify_settings n WHERE n.owner_user_id = dialogs.user_id AND n.peer_user_id = dialogs.peer_user_id) AS notify";
 
 pub(crate) const USER_COLUMNS: &str = "id, phone, first_name, last_name";
 
@@ -90,6 +94,11 @@ pub(crate) fn dialog(row: &PgRow) -> Result<DialogRecord, StoreError> {
         unread_count: get(row, "unread_count")?,
         unread_mark: get(row, "unread_mark")?,
         pinned: get(row, "pinned")?,
+        notify: match get::<Option<serde_json::Value>>(row, "notify")? {
+            None => PeerNotify::default(),
+            Some(v) => serde_json::from_value(v)
+                .map_err(|e| StoreError::Corrupt(format!("notify settings: {e}")))?,
+        },
     })
 }
 

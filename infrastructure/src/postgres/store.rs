@@ -566,4 +566,12 @@ impl Store for PgStore {
     async fn peer_bar_hidden(&self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
         crate::postgres::queries::bar_hidden(&self.pool, owner, peer).await
     }
+
+    async fn notify_settings(
+        &self,
+        owner: UserId,
+        peer: UserId,
+    ) -> Result<domain::events::PeerNotify, StoreError> {
+        crate::postgres::queries::notify_settings(&self.pool, owner, peer).await
+    }
 }

@@ -16,7 +16,7 @@ use domain::{BoxId, MessageId, Pts, UserId};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::{db_error, projection_error};
-use crate::postgres::queries::messages_by_ids;
+use crate::postgres::queries::{archived_unmuted_sql, messages_by_ids};
 use crate::postgres::rows::{
     self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS,
 };
@@ -219,18 +219,22 @@ impl WriteTx for PgWriteTx {
         sender: UserId,
         peer: UserId,
         random_id: i64,
+        now: i32,
     ) -> Result<SendPreflight, StoreError> {
         let row = sqlx::query(&format!(
             "SELECT b.*, \
                EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = $1 AND blocked_user_id = $3) AS sender_blocked_peer, \
                EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = $3 AND blocked_user_id = $1) AS peer_blocked_sender, \
+               {} AS peer_archived_unmuted, \
                nextval('private_message_ids') AS next_message_id \
              FROM (SELECT 1) AS one LEFT JOIN LATERAL \
-               (SELECT {BOX_COLUMNS}, pts FROM message_boxes WHERE owner_user_id = $1 AND random_id = $2) b ON true"
+               (SELECT {BOX_COLUMNS}, pts FROM message_boxes WHERE owner_user_id = $1 AND random_id = $2) b ON true",
+            archived_unmuted_sql("$3", "$1", "$4")
         ))
         .bind(sender.get())
         .bind(random_id)
         .bind(peer.get())
+        .bind(now)
         .fetch_one(&mut *self.tx)
         .await
         .map_err(db_error)?;
@@ -252,6 +256,7 @@ impl WriteTx for PgWriteTx {
         Ok(SendPreflight::New {
             sender_blocked_peer: !self_chat && rows::get::<bool>(&row, "sender_blocked_peer")?,
             peer_blocked_sender: !self_chat && rows::get::<bool>(&row, "peer_blocked_sender")?,
+            peer_archived_unmuted: !self_chat && rows::get::<bool>(&row, "peer_archived_unmuted")?,
         })
     }
 
@@ -417,6 +422,32 @@ impl WriteTx for PgWriteTx {
 
     async fn peer_bar_hidden(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
         crate::postgres::queries::bar_hidden(&mut *self.tx, owner, peer).await
+    }
+
+    async fn archived_unmuted(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+        now: i32,
+    ) -> Result<bool, StoreError> {
+        sqlx::query_scalar(&format!(
+            "SELECT {}",
+            archived_unmuted_sql("$1", "$2", "$3")
+        ))
+        .bind(owner.get())
+        .bind(peer.get())
+        .bind(now)
+        .fetch_one(&mut *self.tx)
+        .await
+        .map_err(db_error)
+    }
+
+    async fn notify_settings(
+        &mut self,
+        owner: UserId,
+        peer: UserId,
+    ) -> Result<domain::events::PeerNotify, StoreError> {
+        crate::postgres::queries::notify_settings(&mut *self.tx, owner, peer).await
     }
 
     async fn next_message_id(&mut self) -> Result<MessageId, StoreError> {

@@ -5,10 +5,15 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use application::fanout::{frame_users, push_frame, Delivery, Hub, LogRecord, RecordHandler};
+use application::fanout::{
+    frame_users, push_frame, Delivery, FrameUser, Hub, LogRecord, RecordHandler,
+};
 use async_trait::async_trait;
 use domain::access_hash::AccessHashKey;
+use domain::events::{ContactDeleted, ContactSaved, EventKind};
+use domain::UserId;
 
+use super::contact_cache::ContactCache;
 use super::device_channel::DeviceSender;
 use super::metrics::GatewayMetrics;
 use super::user_cache::UserCache;
@@ -16,6 +21,7 @@ use super::user_cache::UserCache;
 pub struct Fanout {
     pub(super) hub: Arc<Hub<DeviceSender>>,
     pub(super) users: UserCache,
+    pub(super) contacts: ContactCache,
     pub(super) keys: AccessHashKey,
     pub(super) metrics: Arc<GatewayMetrics>,
 }
@@ -26,6 +32,9 @@ impl Fanout {
             self.metrics.bad_records.fetch_add(1, Ordering::Relaxed);
             return;
         };
+        // Before the device check: a change of anyone's contact entry may change what frames of
+        // accounts online here show (their `mutual_contact`).
+        self.forget_contact_change(user_id, record);
         if !self.hub.has_devices(user_id) {
             return;
         }
@@ -39,7 +48,7 @@ impl Fanout {
                 return;
             }
         };
-        let users = match self.users.get(&frame_users(&stored)).await {
+        let users = match self.frame_users(user_id, &frame_users(&stored)).await {
             Ok(users) => users,
             Err(e) => {
                 // A frame without user objects is still right about the update; the client can
@@ -56,6 +65,36 @@ impl Fanout {
         };
         let report = self.hub.deliver(&delivery, &frame);
         self.metrics.delivered(&report);
+    }
+}
+
+impl Fanout {
+    /// The frame's users as the owner sees them: account records with the owner's contact links.
+    async fn frame_users(
+        &self,
+        owner: UserId,
+        ids: &[UserId],
+    ) -> Result<Vec<FrameUser>, application::ports::StoreError> {
+        let records = self.users.get(ids).await?;
+        let found: Vec<UserId> = records.iter().map(|r| r.id).collect();
+        let links = self.contacts.get(owner, &found).await?;
+        Ok(records
+            .into_iter()
+            .zip(links)
+            .map(|(record, link)| FrameUser { record, link })
+            .collect())
+    }
+
+    /// Contact changes are read from the raw record (kind and `user_id` alone), so records of
+    /// accounts not online here cost no payload decoding.
+    fn forget_contact_change(&self, owner: UserId, record: &LogRecord) {
+        if record.kind != ContactSaved::KIND && record.kind != ContactDeleted::KIND {
+            return;
+        }
+        // A payload without a valid user_id is counted as bad where it is decoded for a frame.
+        if let Some(Ok(user)) = record.payload["user_id"].as_i64().map(UserId::new) {
+            self.contacts.forget(owner, user);
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The push gateway: online devices (WebSocket sessions) and the fanout that feeds them from the
 //! committed log. The rules of who gets what live in `application::fanout`; this is the plumbing.
 
+mod contact_cache;
 mod device_channel;
 mod fanout;
 pub mod histogram;
@@ -32,7 +33,8 @@ impl Gateway {
         let metrics = Arc::new(GatewayMetrics::default());
         let fanout = Arc::new(Fanout {
             hub: hub.clone(),
-            users: user_cache::UserCache::new(store),
+            users: user_cache::UserCache::new(store.clone()),
+            contacts: contact_cache::ContactCache::new(store),
             keys,
             metrics: metrics.clone(),
         });

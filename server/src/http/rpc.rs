@@ -10,14 +10,15 @@ use application::commands::{
     dialog_filters::{ToggleDialogFilterTags, UpdateDialogFilter, UpdateDialogFiltersOrder},
     edit_peer_folders::EditPeerFolders,
     mark_dialog_unread::MarkDialogUnread,
+    notify_settings::UpdateNotifySettings,
     pin_dialogs::{ReorderPinnedDialogs, ToggleDialogPin},
 };
 use application::queries::dialog_organization::{GetContacts, GetPeerSettings, GetPinnedDialogs};
 use application::queries::{
     get_blocked::GetBlocked, get_dialogs::GetDialogs, get_difference::GetDifference,
-    get_history::GetHistory, get_messages::GetMessages, get_outbox_read_date::GetOutboxReadDate,
-    get_peer_dialogs::GetPeerDialogs, get_users::GetUsers, resolve_phone::ResolvePhone,
-    search::Search,
+    get_history::GetHistory, get_messages::GetMessages, get_notify_settings::GetNotifySettings,
+    get_outbox_read_date::GetOutboxReadDate, get_peer_dialogs::GetPeerDialogs, get_users::GetUsers,
+    resolve_phone::ResolvePhone, search::Search,
 };
 use application::tl::RpcError;
 use application::{App, Caller};
@@ -71,6 +72,8 @@ pub const METHODS: &[&str] = &[
     "contacts.resetSaved",
     "messages.getPeerSettings",
     "messages.hidePeerSettingsBar",
+    "account.updateNotifySettings",
+    "account.getNotifySettings",
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
@@ -214,6 +217,13 @@ pub(crate) async fn dispatch(
             app.hide_peer_settings_bar(c, parse::<HidePeerSettingsBar>(body)?)
                 .await?,
         )),
+        "account.updateNotifySettings" => Ok(bool_value(
+            app.update_notify_settings(c, parse::<UpdateNotifySettings>(body)?)
+                .await?,
+        )),
+        "account.getNotifySettings" => ok(&app
+            .get_notify_settings(c, parse::<GetNotifySettings>(body)?)
+            .await?),
         other => Err(RpcFailure(RpcError::method_invalid(other))),
     }
 }

@@ -1,0 +1,284 @@
+//! Live pushes of dialog organization (issue 5): the users a frame carries are shown as the
+//! receiving owner sees them everywhere else (its access hashes and its contact names, as in RPC
+//! answers and getDifference), and contact changes show in the very next frames; every organization
+//! update is pushed as getDifference gives it.
+
+// Shared with `push`; not every helper is used here.
+#[allow(dead_code)]
+#[path = "push/client.rs"]
+mod client;
+
+use std::time::{Duration, Instant};
+
+use ptslog_tests::Device;
+use serde_json::{json, Value};
+
+use client::{Pushed, Socket};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The `user` object of `id` in a pushed frame.
+fn user_in(p: &Pushed, id: i64) -> Value {
+    p.frame["users"]
+        .as_array()
+        .expect("users")
+        .iter()
+        .find(|u| u["id"] == id)
+        .unwrap_or_else(|| panic!("user {id} missing from the frame {}", p.frame))
+        .clone()
+}
+
+/// Waits until `n` frames arrived and answers the n-th (1-based).
+async fn nth_push(socket: &Socket, n: usize) -> Pushed {
+    let arrived = socket.wait_until(WAIT, |p| p.len() >= n).await;
+    assert!(arrived, "fewer than {n} pushes: {:?}", socket.raw());
+    socket.pushed()[n - 1].clone()
+}
+
+/// The next push after the `seen` ones (updates without pts are found by order, not by pts).
+async fn next_push(socket: &Socket, seen: &mut usize) -> Pushed {
+    *seen += 1;
+    nth_push(socket, *seen).await
+}
+
+async fn pts(d: &Device) -> i64 {
+    d.state().await["pts"].as_i64().expect("pts")
+}
+
+/// getDifference's `users` entry for `id` from `after`.
+async fn difference_user(d: &Device, after: i64, id: i64) -> Value {
+    let diff = d
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": after, "date": 0, "qts": 0}),
+        )
+        .await;
+    diff["users"]
+        .as_array()
+        .expect("users")
+        .iter()
+        .find(|u| u["id"] == id)
+        .unwrap_or_else(|| panic!("user {id} missing from {diff}"))
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushed_users_carry_the_owners_contact_names() {
+    let db = ptslog_tests::fresh_database().await.expect("db");
+    let mut config = ptslog_tests::test_config(&db);
+    config.relay_slot = format!("relay_{}", db.trim_start_matches("ptslog_t_"));
+    config.relay = true;
+    let mut running = ptslog_server::start(&config).await.expect("server");
+    running.start_feed(&config).expect("feed");
+    let base = format!("http://{}", running.addr);
+    let http = reqwest::Client::new();
+    let login = |phone: &'static str, name: &'static str| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let body: Value = http
+                .post(format!("{base}/v1/auth/login"))
+                .json(&json!({"phone": phone, "first_name": name, "last_name": ""}))
+                .send()
+                .await
+                .expect("login")
+                .json()
+                .await
+                .expect("body");
+            Device {
+                base,
+                http,
+                token: body["token"].as_str().expect("token").into(),
+                user_id: body["user_id"].as_i64().expect("id"),
+            }
+        }
+    };
+    // Alice has two devices: A1 organizes, A2 listens. Bob writes to her.
+    let a1 = login("+15556090001", "Alice").await;
+    let a2 = login("+15556090001", "Alice").await;
+    let bob = login("+15556090002", "Bob").await;
+    let to_bob = a1.peer_of("+15556090002").await;
+    let to_alice = bob.peer_of("+15556090001").await;
+    let bob_user =
+        json!({"_": "inputUser", "user_id": bob.user_id, "access_hash": to_bob["access_hash"]});
+    let alice_user =
+        json!({"_": "inputUser", "user_id": a1.user_id, "access_hash": to_alice["access_hash"]});
+    let listener = Socket::connect(&base, &a2.token, true).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while running.relay_status.role() != infrastructure::relay::Role::Leader
+        || running.relay_status.health().sessions_started == 0
+    {
+        assert!(Instant::now() < deadline, "relay not streaming");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Every push to A2 below is one event of Alice's log that A2 did not cause.
+    let mut seen = 0;
+    // Before any contact: Bob under his own name.
+    bob.send(&to_alice, "one").await;
+    let p = next_push(&listener, &mut seen).await;
+    assert_eq!(p.pts, pts(&a1).await);
+    assert_eq!(p.update["_"], "updateNewMessage");
+    let u = user_in(&p, bob.user_id);
+    assert_eq!(
+        (&u["first_name"], &u["contact"]),
+        (&json!("Bob"), &json!(false))
+    );
+    assert_eq!(u["access_hash"], to_bob["access_hash"], "Alice's hash");
+
+    // A1 saves Bob as "Bobby B": the push of that change and the next message show the names.
+    a1.rpc(
+        "contacts.addContact",
+        json!({"id": bob_user, "first_name": "Bobby", "last_name": "B"}),
+    )
+    .await;
+    let saved_at = pts(&a1).await;
+    let p = next_push(&listener, &mut seen).await;
+    assert_eq!(p.update["_"], "updatePeerSettings");
+    let u = user_in(&p, bob.user_id);
+    assert_eq!(
+        (
+            &u["first_name"],
+            &u["last_name"],
+            &u["contact"],
+            &u["mutual_contact"]
+        ),
+        (&json!("Bobby"), &json!("B"), &json!(true), &json!(false))
+    );
+    bob.send(&to_alice, "two").await;
+    let p = next_push(&listener, &mut seen).await;
+    assert_eq!(p.pts, pts(&a1).await);
+    let u = user_in(&p, bob.user_id);
+    assert_eq!(
+        (&u["first_name"], &u["contact"]),
+        (&json!("Bobby"), &json!(true))
+    );
+    // The same user object getDifference gives for the same events.
+    assert_eq!(u, difference_user(&a2, saved_at - 1, bob.user_id).await);
+
+    // Bob adds Alice: Alice's next frame shows the contact as mutual (Bob's change is in his log).
+    bob.rpc(
+        "contacts.addContact",
+        json!({"id": alice_user, "first_name": "Al"}),
+    )
+    .await;
+    bob.send(&to_alice, "three").await;
+    let p = next_push(&listener, &mut seen).await;
+    assert_eq!(user_in(&p, bob.user_id)["mutual_contact"], true);
+
+    // A rename and a deletion show at once too.
+    a1.rpc(
+        "contacts.addContact",
+        json!({"id": bob_user, "first_name": "Robert", "last_name": ""}),
+    )
+    .await;
+    next_push(&listener, &mut seen).await;
+    bob.send(&to_alice, "four").await;
+    let p = next_push(&listener, &mut seen).await;
+    assert_eq!(user_in(&p, bob.user_id)["first_name"], "Robert");
+    a1.rpc("contacts.deleteContacts", json!({"id": [bob_user]}))
+        .await;
+    let p = next_push(&listener, &mut seen).await;
+    assert_eq!(p.update["_"], "updatePeerSettings");
+    let u = user_in(&p, bob.user_id);
+    assert_eq!(
+        (&u["first_name"], &u["contact"], &u["mutual_contact"]),
+        (&json!("Bob"), &json!(false), &json!(false))
+    );
+    bob.send(&to_alice, "five").await;
+    let p = next_push(&listener, &mut seen).await;
+    assert_eq!(user_in(&p, bob.user_id)["first_name"], "Bob");
+
+    // Every organization change A1 makes reaches A2 live, as getDifference has it.
+    let from = pts(&a1).await;
+    let dp = json!({"_": "inputDialogPeer", "peer": to_bob});
+    a1.rpc(
+        "messages.toggleDialogPin",
+        json!({"pinned": true, "peer": dp}),
+    )
+    .await;
+    a1.rpc(
+        "messages.reorderPinnedDialogs",
+        json!({"force": true, "folder_id": 0, "order": []}),
+    )
+    .await;
+    a1.rpc(
+        "messages.markDialogUnread",
+        json!({"unread": true, "peer": dp}),
+    )
+    .await;
+    a1.rpc(
+        "folders.editPeerFolders",
+        json!({"folder_peers": [{"_": "inputFolderPeer", "peer": to_bob, "folder_id": 1}]}),
+    )
+    .await;
+    a1.rpc(
+        "messages.updateDialogFilter",
+        json!({"id": 2, "filter": {"_": "dialogFilter", "id": 2, "title": {"_": "textWithEntities", "text": "Bob", "entities": []}, "include_peers": [to_bob]}}),
+    )
+    .await;
+    a1.rpc(
+        "messages.updateDialogFiltersOrder",
+        json!({"order": [0, 2]}),
+    )
+    .await;
+    a1.rpc("messages.toggleDialogFilterTags", json!({"enabled": true}))
+        .await;
+    a1.rpc(
+        "account.updateNotifySettings",
+        json!({"peer": {"_": "inputNotifyPeer", "peer": to_bob}, "settings": {"_": "inputPeerNotifySettings", "mute_until": i32::MAX}}),
+    )
+    .await;
+    a1.rpc(
+        "contacts.importContacts",
+        json!({"contacts": [{"_": "inputPhoneContact", "client_id": 1, "phone": "+15556090002", "first_name": "Bob", "last_name": "Again"}]}),
+    )
+    .await;
+    a1.rpc("messages.hidePeerSettingsBar", json!({"peer": to_bob}))
+        .await;
+    a1.rpc("contacts.resetSaved", json!({})).await;
+    let diff = a2
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": from, "date": 0, "qts": 0}),
+        )
+        .await;
+    let kinds: Vec<&str> = diff["other_updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["_"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "updateDialogPinned",
+            "updatePinnedDialogs",
+            "updateDialogUnreadMark",
+            "updateFolderPeers",
+            "updateDialogFilter",
+            "updateDialogFilterOrder",
+            "updateDialogFilters",
+            "updateNotifySettings",
+            "updatePeerSettings",
+            "updatePeerSettings",
+            "updateContactsReset"
+        ]
+    );
+    let to = pts(&a1).await;
+    let n = kinds.len();
+    assert_eq!(to - from, n as i64, "one event each");
+    nth_push(&listener, seen + n).await;
+    let live: Vec<Value> = listener.pushed()[seen..]
+        .iter()
+        .map(|p| p.update.clone())
+        .collect();
+
+    assert_eq!(
+        Value::Array(live),
+        diff["other_updates"],
+        "pushed as getDifference gives them"
+    );
+    listener.close();
+    running.shutdown().await;
+    ptslog_tests::drop_database(&db).await;
+}
