@@ -20,3 +20,6 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- Built inline by this projector version from the start (see 0004_projection_status.sql).
+INSERT INTO projection_status (name, version) VALUES ('notify_settings', 1) ON CONFLICT (name) DO NOTHING;
