@@ -49,11 +49,10 @@ fn default_answer(name: &str, request: &Value, now: i64) -> Option<Value> {
         "langpack.getLanguage" => json!({"_": "langPackLanguage", "name": "English",
             "native_name": "English", "lang_code": "en", "plural_code": "en",
             "strings_count": 0, "translated_count": 0, "translations_url": ""}),
-        "account.updateStatus"
-        | "account.registerDevice"
-        | "account.unregisterDevice"
-        | "account.updateNotifySettings" => json!(true),
-        "account.getNotifySettings" => json!({"_": "peerNotifySettings"}),
+        // account.updateNotifySettings / getNotifySettings are served by the JSON API (durable).
+        "account.updateStatus" | "account.registerDevice" | "account.unregisterDevice" => {
+            json!(true)
+        }
         "account.getNotifyExceptions" => empty_updates(),
         "account.getContentSettings" => json!({"_": "account.contentSettings"}),
         "account.getAuthorizations" => json!({"_": "account.authorizations",
@@ -124,8 +123,6 @@ const DEFAULT_ANSWERED: &[&str] = &[
     "account.updateStatus",
     "account.registerDevice",
     "account.unregisterDevice",
-    "account.updateNotifySettings",
-    "account.getNotifySettings",
     "account.getNotifyExceptions",
     "account.getContentSettings",
     "account.getAuthorizations",
