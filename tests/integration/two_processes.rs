@@ -153,6 +153,8 @@ fn spawn_serve(bin: &Path, db: &str, port: u16) -> Child {
         // Pushes have their own tests (push.rs); a relay here would hold a replication slot on the
         // shared test server (slot names are per server) for nothing.
         .env("PTSLOG_RELAY", "off")
+        // Two processes cannot both listen on the default MTProto port; this test is about HTTP.
+        .env("PTSLOG_MTPROTO_ADDR", "off")
         .env("PTSLOG_DB_MAX_CONNECTIONS", "8")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
