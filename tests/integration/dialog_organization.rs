@@ -1030,6 +1030,10 @@ async fn contacts_and_peer_settings() {
         .rpc_err("messages.hidePeerSettingsBar", json!({"peer": forged}))
         .await;
     assert_eq!(e, "PEER_ID_INVALID");
+    let (_, e) = alice
+        .rpc_err("messages.getPeerSettings", json!({"peer": forged}))
+        .await;
+    assert_eq!(e, "PEER_ID_INVALID");
 
     let d = alice
         .rpc(
