@@ -108,13 +108,36 @@ async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, Cal
                 .filter(|u| u["_"] == "user")
                 .cloned()
                 .ok_or_else(|| CallError::new(400, "USER_ID_INVALID"))?;
+            // The chat's peer and notification settings as the JSON API keeps them (the user was
+            // just resolved with the caller's access hash, so naming it again cannot fail on that).
+            let peer = if user["self"] == true {
+                json!({"_": "inputPeerSelf"})
+            } else {
+                json!({"_": "inputPeerUser", "user_id": user["id"], "access_hash": user["access_hash"]})
+            };
+            let settings = dispatch(
+                &app,
+                &caller,
+                "messages.getPeerSettings",
+                &params(json!({"peer": peer})),
+            )
+            .await
+            .map_err(|e| CallError::from(e.0))?;
+            let notify_settings = dispatch(
+                &app,
+                &caller,
+                "account.getNotifySettings",
+                &params(json!({"peer": {"_": "inputNotifyPeer", "peer": peer}})),
+            )
+            .await
+            .map_err(|e| CallError::from(e.0))?;
             Ok(json!({
                 "_": "users.userFull",
                 "full_user": {
                     "_": "userFull",
                     "id": user["id"],
-                    "settings": {"_": "peerSettings"},
-                    "notify_settings": {"_": "peerNotifySettings"},
+                    "settings": settings["settings"],
+                    "notify_settings": notify_settings,
                     "common_chats_count": 0,
                 },
                 "chats": [],

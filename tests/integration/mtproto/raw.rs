@@ -511,6 +511,16 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
         failures.is_empty(),
         "methods failing over MTProto: {failures:#?}"
     );
+    // userFull carries the chat's real settings (muted above; the bar was hidden above).
+    let full = s
+        .call(json!({"_": "users.getFullUser", "id": other_input_user}))
+        .await
+        .expect("getFullUser");
+    assert_eq!(
+        full["full_user"]["notify_settings"]["mute_until"], 2147483647,
+        "{full}"
+    );
+    assert_eq!(full["full_user"]["settings"]["_"], "peerSettings", "{full}");
     let missing: Vec<&&str> = served.iter().filter(|m| !called.contains(**m)).collect();
     assert!(
         missing.is_empty(),
