@@ -150,6 +150,8 @@ async fn measure(args: &Args, db: &str, stamp: &str) -> anyhow::Result<Figures> 
             .env("PTSLOG_HTTP_ADDR", format!("127.0.0.1:{port}"))
             .env("PTSLOG_SEND_RATE_PER_MINUTE", "0")
             .env("PTSLOG_RELAY_SLOT", format!("benchmem_{stamp}"))
+            // The MTProto front is not measured here (and its default port may be taken).
+            .env("PTSLOG_MTPROTO_ADDR", "off")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
