@@ -7,6 +7,8 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context};
 
+use crate::admin_token::AdminToken;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `DATABASE_URL`.
@@ -55,6 +57,12 @@ pub struct Config {
     /// `PTSLOG_DEV_LOGIN_CODE` (default `12345`): the code MTProto sign-in accepts while
     /// development sign-in is on; with `PTSLOG_DEV_LOGIN=false` there is none.
     pub dev_login_code: Option<String>,
+    /// `PTSLOG_ADMIN_TOKEN`: the operator token of the `/admin/` endpoints. Unset: no admin
+    /// endpoints at all.
+    pub admin_token: Option<AdminToken>,
+    /// `PTSLOG_ADMIN_ADDR`: serve the admin endpoints only on this address instead of the public
+    /// listener (e.g. a private interface). Unset: on `PTSLOG_HTTP_ADDR`, still behind the token.
+    pub admin_addr: Option<SocketAddr>,
 }
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
@@ -181,6 +189,18 @@ impl Config {
             } else {
                 None
             },
+            admin_token: get("PTSLOG_ADMIN_TOKEN").map(AdminToken::new).transpose()?,
+            admin_addr: match get("PTSLOG_ADMIN_ADDR") {
+                None => None,
+                Some(a) => {
+                    if get("PTSLOG_ADMIN_TOKEN").is_none() {
+                        return Err(anyhow!(
+                            "PTSLOG_ADMIN_ADDR is set but PTSLOG_ADMIN_TOKEN is not: the admin endpoints need a token"
+                        ));
+                    }
+                    Some(a.parse().context("PTSLOG_ADMIN_ADDR")?)
+                }
+            },
         })
     }
 }
@@ -234,6 +254,35 @@ mod tests {
                 Config::from_vars(&HashMap::from([(k.to_string(), v.to_string())])).is_err(),
                 "{k}={v}"
             );
+        }
+    }
+
+    #[test]
+    fn admin_settings() {
+        let c = Config::from_vars(&HashMap::new()).unwrap();
+        assert!(c.admin_token.is_none() && c.admin_addr.is_none());
+        let vars = HashMap::from([
+            (
+                "PTSLOG_ADMIN_TOKEN".to_string(),
+                "0123456789abcdef".to_string(),
+            ),
+            (
+                "PTSLOG_ADMIN_ADDR".to_string(),
+                "127.0.0.1:9090".to_string(),
+            ),
+        ]);
+        let c = Config::from_vars(&vars).unwrap();
+        assert!(c.admin_token.unwrap().matches("0123456789abcdef"));
+        assert_eq!(c.admin_addr.unwrap().to_string(), "127.0.0.1:9090");
+        for vars in [
+            vec![("PTSLOG_ADMIN_TOKEN", "short")],
+            vec![("PTSLOG_ADMIN_ADDR", "127.0.0.1:9090")],
+        ] {
+            let vars = vars
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            assert!(Config::from_vars(&vars).is_err(), "{vars:?}");
         }
     }
 }

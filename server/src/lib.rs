@@ -1,6 +1,7 @@
 //! The composition root: configuration, wiring of adapters into the application, the HTTP front
 //! and the CLI commands.
 
+pub mod admin_token;
 pub mod cli;
 pub mod config;
 pub mod feed;

@@ -31,6 +31,9 @@ async fn run() -> anyhow::Result<ExitCode> {
             running.start_feed(&config)?;
             running.start_mtproto(&config).await?;
             tracing::info!(addr = %running.addr, "ptslog is serving");
+            if let Some(admin) = running.admin_addr {
+                tracing::info!(addr = %admin, "admin endpoints are serving");
+            }
             tokio::select! {
                 r = &mut running.task => { r.context("server task")?.context("HTTP server")?; }
                 _ = tokio::signal::ctrl_c() => {

@@ -1,5 +1,6 @@
 //! Builds the application from configuration and starts the HTTP front.
 
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
@@ -57,6 +58,9 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
 /// A started server.
 pub struct Running {
     pub addr: SocketAddr,
+    /// The admin listener's address when `PTSLOG_ADMIN_ADDR` puts the admin endpoints apart;
+    /// `None` when they are on `addr` (or off).
+    pub admin_addr: Option<SocketAddr>,
     pub app: App,
     pub pool: PgPool,
     pub task: JoinHandle<std::io::Result<()>>,
@@ -152,16 +156,51 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         database: Some(pool.clone()),
     };
     let mtproto_key = Arc::new(OnceLock::new());
+    let admin = config
+        .admin_token
+        .clone()
+        .map(|token| http::admin::AdminState {
+            pool: pool.clone(),
+            token: Arc::new(token),
+        });
+    // Apart from the public listener when PTSLOG_ADMIN_ADDR says so.
+    let (public_admin, admin_listener) = match (admin, config.admin_addr) {
+        (Some(admin), Some(admin_addr)) => {
+            let listener = TcpListener::bind(admin_addr)
+                .await
+                .with_context(|| format!("binding the admin listener {admin_addr}"))?;
+            (None, Some((listener, http::admin::router(admin))))
+        }
+        (admin, _) => (admin, None),
+    };
+    let admin_addr = match &admin_listener {
+        Some((l, _)) => Some(l.local_addr()?),
+        None => None,
+    };
     let router = http::router(http::HttpState {
         app: app.clone(),
         pool: pool.clone(),
         gateway: gateway.clone(),
         ops,
         mtproto_key: mtproto_key.clone(),
+        admin: public_admin,
     });
-    let task = tokio::spawn(async move { axum::serve(listener, router).await });
+    // One task serves both listeners, so aborting it stops both.
+    let task = tokio::spawn(async move {
+        match admin_listener {
+            None => axum::serve(listener, router).await,
+            Some((admin_listener, admin_router)) => {
+                tokio::try_join!(
+                    axum::serve(listener, router).into_future(),
+                    axum::serve(admin_listener, admin_router).into_future()
+                )?;
+                Ok(())
+            }
+        }
+    });
     Ok(Running {
         addr,
+        admin_addr,
         app,
         pool,
         task,

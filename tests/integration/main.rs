@@ -1,5 +1,6 @@
 //! Integration tests of the whole server over HTTP, against real Postgres and Redis.
 
+mod admin;
 mod api;
 mod blocks;
 mod contract;

@@ -138,6 +138,8 @@ pub fn test_config(db: &str) -> Config {
 /// A running server on its own database.
 pub struct TestServer {
     pub base: String,
+    /// Where the admin endpoints are: `base`, or the `PTSLOG_ADMIN_ADDR` listener when set.
+    pub admin_base: String,
     pub db: String,
     pub pool: PgPool,
     pub http: reqwest::Client,
@@ -161,6 +163,7 @@ impl TestServer {
             .expect("test pool");
         Self {
             base: format!("http://{}", running.addr),
+            admin_base: format!("http://{}", running.admin_addr.unwrap_or(running.addr)),
             db,
             pool,
             http: reqwest::Client::new(),
@@ -270,6 +273,17 @@ impl Device {
     pub async fn state(&self) -> Value {
         self.rpc("updates.getState", json!({})).await
     }
+}
+
+/// An operator token for tests that turn the admin endpoints on.
+pub const TEST_ADMIN_TOKEN: &str = "test-admin-token-0123456789";
+
+/// Turns the admin endpoints on with [`TEST_ADMIN_TOKEN`], on the public listener or (`separate`)
+/// on a listener of their own.
+pub fn with_admin(config: &mut Config, separate: bool) {
+    config.admin_token =
+        Some(ptslog_server::admin_token::AdminToken::new(TEST_ADMIN_TOKEN).expect("a valid token"));
+    config.admin_addr = separate.then(|| "127.0.0.1:0".parse().expect("an address"));
 }
 
 pub fn self_peer() -> Value {

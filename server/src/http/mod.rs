@@ -1,6 +1,8 @@
 //! The JSON RPC API (docs/json-api.md): `POST /v1/auth/login`, `POST /v1/rpc/<method>`, `GET /healthz`,
-//! the push WebSocket `GET /v1/updates`, and the operations endpoints (`ops`).
+//! the push WebSocket `GET /v1/updates`, the operations endpoints (`ops`) and, with an operator
+//! token, the admin endpoints (`admin`).
 
+pub mod admin;
 pub mod admin_projections;
 mod auth;
 mod login;
@@ -28,18 +30,25 @@ pub struct HttpState {
     pub ops: ops::Ops,
     /// Filled once the MTProto front runs (`GET /v1/mtproto/public-key`).
     pub mtproto_key: Arc<OnceLock<crate::mtproto::PublicKeyInfo>>,
+    /// The admin endpoints to serve on this (the public) listener, if any.
+    pub admin: Option<admin::AdminState>,
 }
 
 pub fn router(state: HttpState) -> Router {
     let ops = ops::router(state.ops.clone());
-    Router::new()
+    let admin = state.admin.clone().map(admin::router);
+    let router = Router::new()
         .route("/healthz", get(healthz))
         .route("/v1/auth/login", post(login::login))
         .route("/v1/rpc/{method}", post(rpc::rpc))
         .route("/v1/updates", get(updates::updates))
         .route("/v1/mtproto/public-key", get(mtproto_public_key))
         .with_state(state)
-        .merge(ops)
+        .merge(ops);
+    match admin {
+        Some(admin) => router.merge(admin),
+        None => router,
+    }
 }
 
 /// The MTProto server key clients must be configured with, or 404 while the front is off.
