@@ -93,6 +93,26 @@ fn default_answer(name: &str, request: &Value, now: i64) -> Option<Value> {
         "stories.getAllStories" => json!({"_": "stories.allStoriesNotModified", "state": "",
             "stealth_mode": {"_": "storiesStealthMode"}}),
         "contacts.getTopPeers" => json!({"_": "contacts.topPeersDisabled"}),
+        "contacts.getBirthdays" => {
+            json!({"_": "contacts.contactBirthdays", "contacts": [], "users": []})
+        }
+        "photos.getUserPhotos" => json!({"_": "photos.photos", "photos": [], "users": []}),
+        // QR login is not offered: a token that is never accepted (clients show the phone form).
+        "auth.exportLoginToken" => json!({"_": "auth.loginToken", "expires": now + 30,
+            "token": hex_random(32)}),
+        "messages.getSavedReactionTags" => json!({"_": "messages.savedReactionTagsNotModified"}),
+        "messages.getDefaultTagReactions" => json!({"_": "messages.reactionsNotModified"}),
+        "messages.getEmojiStickers" => json!({"_": "messages.allStickersNotModified"}),
+        "messages.getSuggestedDialogFilters" => json!([]),
+        "messages.getEmojiGroups"
+        | "messages.getEmojiStatusGroups"
+        | "messages.getEmojiProfilePhotoGroups" => json!({"_": "messages.emojiGroupsNotModified"}),
+        "account.getContactSignUpNotification" => json!(false),
+        "account.getChatThemes" => json!({"_": "account.themesNotModified"}),
+        "account.getCollectibleEmojiStatuses" => json!({"_": "account.emojiStatusesNotModified"}),
+        "account.getDefaultProfilePhotoEmojis" | "account.getDefaultBackgroundEmojis" => {
+            json!({"_": "emojiListNotModified"})
+        }
         "contacts.getStatuses" | "contacts.getSaved" => json!([]),
         _ => return None,
     })
@@ -154,6 +174,21 @@ const DEFAULT_ANSWERED: &[&str] = &[
     "contacts.getTopPeers",
     "contacts.getStatuses",
     "contacts.getSaved",
+    "contacts.getBirthdays",
+    "photos.getUserPhotos",
+    "auth.exportLoginToken",
+    "messages.getSavedReactionTags",
+    "messages.getDefaultTagReactions",
+    "messages.getEmojiStickers",
+    "messages.getSuggestedDialogFilters",
+    "messages.getEmojiGroups",
+    "messages.getEmojiStatusGroups",
+    "messages.getEmojiProfilePhotoGroups",
+    "account.getContactSignUpNotification",
+    "account.getChatThemes",
+    "account.getCollectibleEmojiStatuses",
+    "account.getDefaultProfilePhotoEmojis",
+    "account.getDefaultBackgroundEmojis",
 ];
 
 fn hex_random(n: usize) -> String {
