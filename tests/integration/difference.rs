@@ -758,23 +758,23 @@ impl Replica {
                 .map(|l| l.iter().copied().filter(|p| pinned.contains(p)).collect())
                 .unwrap_or_default();
             assert_eq!(pinned, fold, "pinned order of folder {folder}");
-            let marks = dev.rpc("messages.getDialogUnreadMarks", json!({})).await;
-            let marked: BTreeSet<i64> = marks
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| peer_user(&m["peer"]))
-                .collect();
-            let listed: BTreeSet<i64> = server
-                .iter()
-                .filter(|(d, _)| d["unread_mark"] == true)
-                .map(|(d, _)| peer_user(&d["peer"]))
-                .collect();
-            assert_eq!(
-                marked, listed,
-                "getDialogUnreadMarks agrees with getDialogs"
-            );
         }
+        let marks = dev.rpc("messages.getDialogUnreadMarks", json!({})).await;
+        let marked: BTreeSet<i64> = marks
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| peer_user(&m["peer"]))
+            .collect();
+        let listed: BTreeSet<i64> = server
+            .iter()
+            .filter(|(d, _)| d["unread_mark"] == true)
+            .map(|(d, _)| peer_user(&d["peer"]))
+            .collect();
+        assert_eq!(
+            marked, listed,
+            "getDialogUnreadMarks agrees with getDialogs"
+        );
         self.assert_organization_matches(dev).await;
         assert_eq!(
             int(&state, "unread_count"),
