@@ -13,6 +13,14 @@ use super::reply::RpcFailure;
 use super::HttpState;
 use crate::gateway::session;
 
+/// Per-socket buffers. tungstenite's defaults (128 KiB to read, 128 KiB to batch writes) would cost
+/// ~140 KB per connected device; a push socket reads almost nothing (pings, close) and writes one
+/// frame per update, which should leave at once rather than wait in a batch.
+const READ_BUFFER_BYTES: usize = 4 * 1024;
+const WRITE_BUFFER_BYTES: usize = 0;
+/// A device has nothing big to say on this socket: larger frames close it.
+const MAX_INCOMING_MESSAGE_BYTES: usize = 64 * 1024;
+
 /// The token comes from `Authorization: Bearer` or, for clients that cannot set headers on a
 /// WebSocket (browsers), from `?token=`.
 pub async fn updates(
@@ -36,5 +44,9 @@ pub async fn updates(
         Err(e) => return RpcFailure::from(e).into_response(),
     };
     let gateway = state.gateway.clone();
-    ws.on_upgrade(move |socket| session::run(gateway, caller, socket))
+    ws.read_buffer_size(READ_BUFFER_BYTES)
+        .write_buffer_size(WRITE_BUFFER_BYTES)
+        .max_message_size(MAX_INCOMING_MESSAGE_BYTES)
+        .max_frame_size(MAX_INCOMING_MESSAGE_BYTES)
+        .on_upgrade(move |socket| session::run(gateway, caller, socket))
 }
