@@ -20,7 +20,7 @@
 //! one, into the shadow too, and both are swapped. An error or an abort before the commit leaves the
 //! live tables untouched and drops the shadow.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,8 @@ pub struct RebuildControl {
     pub cancel: Arc<AtomicBool>,
     /// Events replayed per transaction.
     pub batch_events: i64,
+    /// Connections replaying the log in parallel during the copy, each a share of the accounts.
+    pub copy_workers: usize,
     /// A catch-up round that applies at most this many events is followed by the swap.
     pub swap_below_events: u64,
     /// Catch-up rounds before the swap is tried anyway.
@@ -60,6 +62,7 @@ impl Default for RebuildControl {
         Self {
             cancel: Arc::new(AtomicBool::new(false)),
             batch_events: 2000,
+            copy_workers: 4,
             swap_below_events: 200,
             max_catch_up_rounds: 20,
             lock_timeout: Duration::from_secs(2),
@@ -179,7 +182,15 @@ pub async fn rebuild_online(
             }
         }
     }
-    // Closing the connection releases the advisory lock.
+    // Released explicitly: a closed connection's backend lets go of it only once it has exited,
+    // which a rebuild started right after could beat.
+    if let Err(e) = sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(REBUILD_LOCK)
+        .execute(&mut conn)
+        .await
+    {
+        tracing::warn!(error = %e, "could not release the rebuild lock; it goes with the connection");
+    }
     let _ = conn.close().await;
     result
 }
@@ -240,34 +251,8 @@ impl Run<'_> {
         self.total = u64::try_from(total).unwrap_or(0);
         self.report(Phase::Copy, true).await?;
 
-        // 1. Copy, by keyset pages of the log.
-        let page = format!(
-            "SELECT {LOG_COLUMNS} FROM user_update_events e WHERE (e.user_id, e.pts) > ($1, $2) \
-             ORDER BY e.user_id, e.pts LIMIT $3"
-        );
-        let mut after: (i64, i32) = (i64::MIN, 0);
-        loop {
-            self.check_cancel()?;
-            let mut tx = conn.begin().await?;
-            let rows = sqlx::query(&page)
-                .bind(after.0)
-                .bind(after.1)
-                .bind(self.control.batch_events)
-                .fetch_all(&mut *tx)
-                .await?;
-            let n = self.apply_rows(&mut tx, &rows).await?;
-            tx.commit().await?;
-            if let Some(last) = rows.last() {
-                after = (
-                    sqlx::Row::try_get(last, "user_id")?,
-                    sqlx::Row::try_get(last, "pts")?,
-                );
-            }
-            self.report(Phase::Copy, false).await?;
-            if n < self.control.batch_events as u64 {
-                break;
-            }
-        }
+        // 1. Copy.
+        self.copy(conn, &live).await?;
         // Statistics for the planner before the tables serve.
         for p in &self.projections {
             sqlx::query(&format!("ANALYZE {SHADOW_SCHEMA}.{}", p.name()))
@@ -414,36 +399,58 @@ impl Run<'_> {
         conn: &mut PgConnection,
         rows: &[sqlx::postgres::PgRow],
     ) -> Result<u64, ProjectionError> {
-        let mut marks: Vec<(i64, i32)> = Vec::new();
-        for row in rows {
-            let (owner, pts, event) = decode_row(row)?;
-            apply_to(conn, &self.projections, owner, pts, &event).await?;
-            match marks.last_mut() {
-                Some(last) if last.0 == owner.get() => last.1 = pts.get(),
-                _ => marks.push((owner.get(), pts.get())),
+        let n = apply_rows(conn, &self.projections, rows).await?;
+        self.done += n;
+        Ok(n)
+    }
+
+    /// The copy: `copy_workers` connections, each replaying the accounts `user_id % workers = k`
+    /// by keyset pages of the log (accounts are independent: every projector touches only its
+    /// event's owner's rows, so the workers never touch the same row). Progress is reported by
+    /// this task meanwhile.
+    async fn copy(&mut self, conn: &mut PgConnection, live: &str) -> Result<(), ProjectionError> {
+        let workers = self.control.copy_workers.max(1);
+        let live_q = quote(conn, live).await?;
+        let mut extra = Vec::new();
+        for _ in 1..workers {
+            let mut c: PgConnection = self.pool.acquire().await?.detach();
+            sqlx::query(&format!("SET search_path = {SHADOW_SCHEMA}, {live_q}"))
+                .execute(&mut c)
+                .await?;
+            extra.push(c);
+        }
+        let done = AtomicU64::new(self.done);
+        let (projections, control) = (self.projections.clone(), self.control);
+        let result = {
+            let work = futures::future::try_join_all(
+                std::iter::once(conn)
+                    .chain(extra.iter_mut())
+                    .enumerate()
+                    .map(|(k, c)| {
+                        copy_worker(c, &projections, control, k as i64, workers as i64, &done)
+                    }),
+            );
+            let mut work = std::pin::pin!(work);
+            loop {
+                tokio::select! {
+                    r = &mut work => break r.map(|_| ()),
+                    _ = tokio::time::sleep(control.progress_every.max(Duration::from_millis(10))) => {
+                        self.done = done.load(Ordering::Relaxed);
+                        self.report(Phase::Copy, true).await?;
+                    }
+                }
             }
+        };
+        self.done = done.load(Ordering::Relaxed);
+        for c in extra {
+            let _ = c.close().await;
         }
-        if !marks.is_empty() {
-            let (users, pts): (Vec<i64>, Vec<i32>) = marks.into_iter().unzip();
-            sqlx::query(&format!(
-                "INSERT INTO {} (user_id, pts) SELECT * FROM unnest($1::bigint[], $2::int[]) \
-                 ON CONFLICT (user_id) DO UPDATE SET pts = EXCLUDED.pts",
-                watermarks_table()
-            ))
-            .bind(&users)
-            .bind(&pts)
-            .execute(&mut *conn)
-            .await?;
-        }
-        self.done += rows.len() as u64;
-        Ok(rows.len() as u64)
+        result
     }
 
     fn check_cancel(&self) -> Result<(), ProjectionError> {
         if self.control.cancel.load(Ordering::Relaxed) {
-            Err(ProjectionError::Aborted(
-                "stopped before the swap; the live tables are untouched".into(),
-            ))
+            Err(aborted())
         } else {
             Ok(())
         }
@@ -495,4 +502,82 @@ async fn quote(conn: &mut PgConnection, ident: &str) -> Result<String, Projectio
 /// `lock_timeout` expired (SQLSTATE 55P03).
 fn is_lock_timeout(e: &ProjectionError) -> bool {
     matches!(e, ProjectionError::Database(sqlx::Error::Database(d)) if d.code().as_deref() == Some("55P03"))
+}
+
+/// Projects `rows` into the shadow and moves the watermarks of their accounts, on `conn` (inside
+/// the caller's transaction). Answers how many rows.
+async fn apply_rows(
+    conn: &mut PgConnection,
+    projections: &[Projection],
+    rows: &[sqlx::postgres::PgRow],
+) -> Result<u64, ProjectionError> {
+    let mut marks: Vec<(i64, i32)> = Vec::new();
+    for row in rows {
+        let (owner, pts, event) = decode_row(row)?;
+        apply_to(conn, projections, owner, pts, &event).await?;
+        match marks.last_mut() {
+            Some(last) if last.0 == owner.get() => last.1 = pts.get(),
+            _ => marks.push((owner.get(), pts.get())),
+        }
+    }
+    if !marks.is_empty() {
+        let (users, pts): (Vec<i64>, Vec<i32>) = marks.into_iter().unzip();
+        sqlx::query(&format!(
+            "INSERT INTO {} (user_id, pts) SELECT * FROM unnest($1::bigint[], $2::int[]) \
+             ON CONFLICT (user_id) DO UPDATE SET pts = EXCLUDED.pts",
+            watermarks_table()
+        ))
+        .bind(&users)
+        .bind(&pts)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(rows.len() as u64)
+}
+
+/// One copy worker: the accounts `user_id % workers = k`, page by page, one transaction each.
+async fn copy_worker(
+    conn: &mut PgConnection,
+    projections: &[Projection],
+    control: &RebuildControl,
+    k: i64,
+    workers: i64,
+    done: &AtomicU64,
+) -> Result<(), ProjectionError> {
+    let page = format!(
+        "SELECT {LOG_COLUMNS} FROM user_update_events e \
+         WHERE (e.user_id, e.pts) > ($1, $2) AND e.user_id % $4 = $5 \
+         ORDER BY e.user_id, e.pts LIMIT $3"
+    );
+    let mut after: (i64, i32) = (i64::MIN, 0);
+    loop {
+        if control.cancel.load(Ordering::Relaxed) {
+            return Err(aborted());
+        }
+        let mut tx = conn.begin().await?;
+        let rows = sqlx::query(&page)
+            .bind(after.0)
+            .bind(after.1)
+            .bind(control.batch_events)
+            .bind(workers)
+            .bind(k)
+            .fetch_all(&mut *tx)
+            .await?;
+        let n = apply_rows(&mut tx, projections, &rows).await?;
+        tx.commit().await?;
+        done.fetch_add(n, Ordering::Relaxed);
+        if let Some(last) = rows.last() {
+            after = (
+                sqlx::Row::try_get(last, "user_id")?,
+                sqlx::Row::try_get(last, "pts")?,
+            );
+        }
+        if n < control.batch_events as u64 {
+            return Ok(());
+        }
+    }
+}
+
+fn aborted() -> ProjectionError {
+    ProjectionError::Aborted("stopped before the swap; the live tables are untouched".into())
 }

@@ -666,3 +666,63 @@ async fn aborted_rebuild_leaves_the_live_tables_intact() {
     assert_clean(&s.pool).await;
     s.stop().await;
 }
+
+/// A rebuild that fails (here: an event its projectors cannot decode) records `failed` with the
+/// error, drops its shadow and leaves the live tables in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_rebuild_is_recorded_and_leaves_the_live_tables() {
+    let s = TestServer::start().await;
+    let p = people(&s, 2, "065").await;
+    history(&p, 20, 1).await;
+    let a = p.devices[0].user_id;
+    let boxes_before = oid(&s.pool, "message_boxes").await;
+    // An event no projector can decode, appended as a writer would (pts dense, counter moved).
+    let mut tx = s.pool.begin().await.unwrap();
+    let pts: i32 = sqlx::query_scalar(
+        "UPDATE user_sequences SET pts = pts + 1 WHERE user_id = $1 RETURNING pts",
+    )
+    .bind(a)
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO user_update_events (user_id, pts, pts_count, kind, payload_version, payload) VALUES ($1, $2, 1, 'new_message', 1, '{\"not\": \"a message\"}')")
+        .bind(a)
+        .bind(pts)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let outcome = projections::rebuild_online(
+        &s.pool,
+        &[Projection::MessageBoxes],
+        &RebuildControl::default(),
+        &mut |_| {},
+    )
+    .await;
+    match &outcome {
+        Err(ProjectionError::Decode {
+            user_id, pts: at, ..
+        }) => assert_eq!((*user_id, *at), (a, pts)),
+        other => panic!("expected a decode failure, got {other:?}"),
+    }
+    assert_eq!(oid(&s.pool, "message_boxes").await, boxes_before);
+    assert!(leftover_schemas(&s.pool).await.is_empty());
+    let status = projections::status::load(&s.pool, true).await.unwrap();
+    let boxes = status.iter().find(|x| x.name == "message_boxes").unwrap();
+    assert_eq!(boxes.state, RebuildState::Failed, "{boxes:?}");
+    assert!(
+        boxes
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("cannot be decoded"),
+        "{boxes:?}"
+    );
+    let m = metrics(&s).await;
+    assert!(
+        m.contains("ptslog_projection_failed{projection=\"message_boxes\"} 1"),
+        "{m}"
+    );
+    s.stop().await;
+}

@@ -198,28 +198,38 @@ async fn measure(args: &Args, url: &str, name: &str) -> anyhow::Result<Vec<Figur
     });
     drop(conn);
 
-    for (what, selected) in [
+    for (what, selected, workers) in [
         (
-            "online rebuild: `message_boxes` + `dialogs`",
+            "online rebuild: `message_boxes` + `dialogs`, 1 copy connection",
             vec![Projection::Dialogs],
+            1,
         ),
         (
-            "online rebuild: `--all` (7 projections)",
+            "online rebuild: `message_boxes` + `dialogs`, 4 copy connections (default)",
+            vec![Projection::Dialogs],
+            4,
+        ),
+        (
+            "online rebuild: `--all` (7 projections), 4 copy connections",
             Projection::ALL.to_vec(),
+            4,
         ),
     ] {
+        let control = RebuildControl {
+            copy_workers: workers,
+            ..RebuildControl::default()
+        };
         let mut last = Instant::now();
-        let report =
-            projections::rebuild_online(&pool, &selected, &RebuildControl::default(), &mut |p| {
-                if last.elapsed() > Duration::from_secs(5) {
-                    last = Instant::now();
-                    println!(
-                        "  {what}: {}/{} events, {:.0}/s",
-                        p.events_done, p.events_total, p.rate
-                    );
-                }
-            })
-            .await?;
+        let report = projections::rebuild_online(&pool, &selected, &control, &mut |p| {
+            if last.elapsed() > Duration::from_secs(5) {
+                last = Instant::now();
+                println!(
+                    "  {what}: {}/{} events, {:.0}/s",
+                    p.events_done, p.events_total, p.rate
+                );
+            }
+        })
+        .await?;
         figures.push(Figure {
             what: what.into(),
             events: report.events_applied,
@@ -230,13 +240,19 @@ async fn measure(args: &Args, url: &str, name: &str) -> anyhow::Result<Vec<Figur
             ),
         });
     }
+    let t = Instant::now();
     let report = projections::verify(&pool).await?;
     anyhow::ensure!(
         report.is_clean(),
         "verify after the rebuilds: {:?}",
         report.differences
     );
-    println!("verify clean ({} events replayed)", report.events_replayed);
+    figures.push(Figure {
+        what: "`projections verify` (every projection, chunks of 256 accounts on snapshots)".into(),
+        events: report.events_replayed,
+        took: t.elapsed(),
+        note: String::new(),
+    });
     anyhow::ensure!(events == rows, "read {rows} of {events} events");
     Ok(figures)
 }
