@@ -11,7 +11,7 @@ use domain::UserId;
 use projections::online::RebuildControl;
 use projections::status::RebuildState;
 use projections::{Projection, ProjectionError};
-use ptslog_tests::{Device, TestServer};
+use ptslog_tests::{with_admin, Device, TestServer, TEST_ADMIN_TOKEN};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
@@ -497,7 +497,7 @@ async fn repair_one_account_and_verify_reports_differences() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_a_stale_projector_version_until_rebuilt() {
     let cli = tokio::task::spawn_blocking(ptslog_binary);
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(|c| with_admin(c, false)).await;
     let p = people(&s, 2, "063").await;
     history(&p, 10, 1).await;
     let status = projections::status::load(&s.pool, true).await.unwrap();
@@ -531,6 +531,24 @@ async fn status_shows_a_stale_projector_version_until_rebuilt() {
         m.contains("ptslog_projection_stale{projection=\"message_boxes\"} 0"),
         "{m}"
     );
+    let admin: Value = s
+        .http
+        .get(format!("{}/admin/projections", s.admin_base))
+        .bearer_auth(TEST_ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("GET /admin/projections")
+        .json()
+        .await
+        .expect("JSON");
+    let stale: Vec<&str> = admin["projections"]
+        .as_array()
+        .expect("projections")
+        .iter()
+        .filter(|x| x["stale"] == true)
+        .map(|x| x["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(stale, ["dialogs"], "{admin}");
 
     let bin = cli.await.unwrap().expect("the ptslog binary");
     let (code, out) = run_cli(&bin, &s.db, &["projections", "status"]);

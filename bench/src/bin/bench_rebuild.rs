@@ -210,11 +210,20 @@ async fn measure(args: &Args, url: &str, name: &str) -> anyhow::Result<Vec<Figur
             4,
         ),
         (
-            "online rebuild: `--all` (7 projections), 4 copy connections",
+            "online rebuild: `--all`, 4 copy connections",
             Projection::ALL.to_vec(),
             4,
         ),
     ] {
+        let what = if selected.len() == Projection::ALL.len() {
+            what.replace(
+                "`--all`",
+                &format!("`--all` ({} projections)", selected.len()),
+            )
+        } else {
+            what.to_string()
+        };
+        let what = what.as_str();
         let control = RebuildControl {
             copy_workers: workers,
             ..RebuildControl::default()
