@@ -53,6 +53,9 @@ pub enum ProjectionsCommand {
         /// Repair only this account's rows, in place (repeatable).
         #[arg(long = "user", value_name = "USER_ID")]
         users: Vec<i64>,
+        /// Log events replayed per transaction during the copy and catch-up.
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
+        batch_events: i64,
     },
     /// Compare the live tables with a replay of the log (per chunk of accounts, on a snapshot: no
     /// writer waits); print the first differences; exit 1 on any.

@@ -17,14 +17,19 @@ use crate::http::admin_projections::status_json;
 
 pub async fn run(pool: &PgPool, command: ProjectionsCommand) -> anyhow::Result<ExitCode> {
     match command {
-        ProjectionsCommand::Rebuild { names, all, users } => {
+        ProjectionsCommand::Rebuild {
+            names,
+            all,
+            users,
+            batch_events,
+        } => {
             let selected = if all {
                 Projection::ALL.to_vec()
             } else {
                 parse_names(&names)?
             };
             if users.is_empty() {
-                rebuild(pool, &selected, all).await
+                rebuild(pool, &selected, all, batch_events).await
             } else {
                 repair(pool, &selected, &parse_users(&users)?).await
             }
@@ -92,8 +97,16 @@ fn parse_users(users: &[i64]) -> anyhow::Result<Vec<UserId>> {
         .collect()
 }
 
-async fn rebuild(pool: &PgPool, selected: &[Projection], all: bool) -> anyhow::Result<ExitCode> {
-    let control = RebuildControl::default();
+async fn rebuild(
+    pool: &PgPool,
+    selected: &[Projection],
+    all: bool,
+    batch_events: i64,
+) -> anyhow::Result<ExitCode> {
+    let control = RebuildControl {
+        batch_events,
+        ..RebuildControl::default()
+    };
     let cancel = control.cancel.clone();
     let interrupt = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

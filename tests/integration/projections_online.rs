@@ -589,23 +589,7 @@ async fn aborted_rebuild_leaves_the_live_tables_intact() {
     let s = TestServer::start().await;
     let p = people(&s, 3, "064").await;
     history(&p, 200, 3).await;
-    let snapshot = |pool: PgPool| async move {
-        let boxes: String = sqlx::query_scalar("SELECT md5(string_agg(to_jsonb(m)::text, ',' ORDER BY owner_user_id, box_id)) FROM message_boxes m")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        let dialogs: String = sqlx::query_scalar("SELECT md5(string_agg(to_jsonb(d)::text, ',' ORDER BY user_id, peer_user_id)) FROM dialogs d")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        (
-            boxes,
-            dialogs,
-            oid(&pool, "message_boxes").await,
-            oid(&pool, "dialogs").await,
-        )
-    };
-    let before = snapshot(s.pool.clone()).await;
+    let before = fingerprint(&s.pool).await;
 
     let control = RebuildControl {
         batch_events: 20,
@@ -613,8 +597,6 @@ async fn aborted_rebuild_leaves_the_live_tables_intact() {
         ..RebuildControl::default()
     };
     let cancel = control.cancel.clone();
-    let mut shadow_seen = false;
-    let pool = s.pool.clone();
     let mut calls = 0;
     let outcome =
         projections::rebuild_online(&s.pool, &[Projection::Dialogs], &control, &mut |p| {
@@ -629,13 +611,11 @@ async fn aborted_rebuild_leaves_the_live_tables_intact() {
         Err(ProjectionError::Aborted(_)) => {}
         other => panic!("expected an abort, got {other:?}"),
     }
-    shadow_seen |= leftover_schemas(&pool).await.is_empty();
-    assert!(shadow_seen, "the shadow schema was dropped");
-    assert_eq!(
-        snapshot(s.pool.clone()).await,
-        before,
-        "live tables untouched"
+    assert!(
+        leftover_schemas(&s.pool).await.is_empty(),
+        "the shadow schema was dropped"
     );
+    assert_eq!(fingerprint(&s.pool).await, before, "live tables untouched");
     let status = projections::status::load(&s.pool, true).await.unwrap();
     let dialogs = status.iter().find(|x| x.name == "dialogs").unwrap();
     assert_eq!(dialogs.state, RebuildState::Live);
@@ -675,7 +655,7 @@ async fn aborted_rebuild_leaves_the_live_tables_intact() {
     .await
     .expect("rebuild after the abort");
     assert_eq!(report.projections, Projection::ALL);
-    let after = snapshot(s.pool.clone()).await;
+    let after = fingerprint(&s.pool).await;
     assert_eq!(
         (&after.0, &after.1),
         (&before.0, &before.1),
@@ -742,5 +722,93 @@ async fn failed_rebuild_is_recorded_and_leaves_the_live_tables() {
         m.contains("ptslog_projection_failed{projection=\"message_boxes\"} 1"),
         "{m}"
     );
+    s.stop().await;
+}
+
+/// The live read models as a fingerprint: the rows of message_boxes and dialogs, and which tables
+/// they are.
+async fn fingerprint(pool: &PgPool) -> (String, String, i64, i64) {
+    let boxes: String = sqlx::query_scalar(
+        "SELECT md5(string_agg(to_jsonb(m)::text, ',' ORDER BY owner_user_id, box_id)) FROM message_boxes m",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    let dialogs: String = sqlx::query_scalar(
+        "SELECT md5(string_agg(to_jsonb(d)::text, ',' ORDER BY user_id, peer_user_id)) FROM dialogs d",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    (
+        boxes,
+        dialogs,
+        oid(pool, "message_boxes").await,
+        oid(pool, "dialogs").await,
+    )
+}
+
+/// Ctrl-C on `ptslog projections rebuild`: the process says it aborted, exits 1, and the live
+/// tables are the same tables with the same rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_aborts_the_cli_rebuild() {
+    let cli = tokio::task::spawn_blocking(ptslog_binary);
+    let s = TestServer::start().await;
+    let p = people(&s, 4, "066").await;
+    history(&p, 800, 4).await;
+    let before = fingerprint(&s.pool).await;
+    let bin = cli.await.unwrap().expect("the ptslog binary");
+    // One event per transaction: slow enough to be interrupted mid-copy.
+    let child = std::process::Command::new(&bin)
+        .args(["projections", "rebuild", "--all", "--batch-events", "1"])
+        .env_remove("PTSLOG_CONFIG")
+        .env("DATABASE_URL", ptslog_tests::database_url(&s.db))
+        .env("REDIS_URL", ptslog_tests::redis_url())
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ptslog projections rebuild");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let copying: Option<i64> = sqlx::query_scalar(
+            "SELECT rebuild_events_done FROM projection_status WHERE name = 'dialogs' AND state = 'rebuilding' AND rebuild_phase = 'copy'",
+        )
+        .fetch_optional(&s.pool)
+        .await
+        .unwrap();
+        if copying.is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the rebuild never started copying"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(killed.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .expect("the rebuild's output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("rebuild aborted"), "{stdout}\n{stderr}");
+    assert!(stderr.contains("aborting"), "{stderr}");
+    assert_eq!(fingerprint(&s.pool).await, before, "live tables untouched");
+    assert!(leftover_schemas(&s.pool).await.is_empty());
+    let status = projections::status::load(&s.pool, true).await.unwrap();
+    assert!(
+        status.iter().all(|x| x.state == RebuildState::Live
+            && x.error.as_deref().unwrap_or("").contains("aborted")),
+        "{status:?}"
+    );
+    assert_clean(&s.pool).await;
     s.stop().await;
 }
