@@ -1,5 +1,8 @@
 //! Identifier newtypes. Each can only hold a value that is valid for what it names.
 
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use crate::error::DomainError;
@@ -94,8 +97,35 @@ impl From<BoxId> for i32 {
 }
 
 /// The identity of one private message shared by every owner's box of it (never shown to clients).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub struct MessageId(pub i64);
+
+/// The JSON Schemas of the ids say what the newtypes enforce: positive, and int4 for box ids.
+impl JsonSchema for UserId {
+    fn schema_name() -> Cow<'static, str> {
+        "UserId".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "format": "int64", "minimum": 1})
+    }
+}
+
+impl JsonSchema for BoxId {
+    fn schema_name() -> Cow<'static, str> {
+        "BoxId".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "format": "int32", "minimum": 1, "maximum": i32::MAX})
+    }
+}
 
 /// The device (authorization) a change came from; pushes skip it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]

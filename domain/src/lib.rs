@@ -2,6 +2,7 @@
 //! that decide what a command may do. Nothing here performs I/O or awaits.
 
 pub mod access_hash;
+pub mod dialog_fold;
 pub mod entities;
 pub mod error;
 pub mod events;

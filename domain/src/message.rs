@@ -8,7 +8,7 @@ use crate::ids::{BoxId, MessageId, UserId};
 
 /// One owner's copy of a message. This is the payload of `new_message` and `edit_message` events,
 /// so every field needed to rebuild the owner's box lives here.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OwnerMessage {
     /// The owner's box id.
     pub id: BoxId,
@@ -43,7 +43,7 @@ pub struct OwnerMessage {
 }
 
 /// A reply, with the replied-to id in the owner's own box ids.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplyHeader {
     pub reply_to_msg_id: BoxId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,7 +55,7 @@ pub struct ReplyHeader {
 }
 
 /// Where a forwarded message first came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ForwardHeader {
     pub from_id: UserId,
     /// When the original was sent (unix seconds).

@@ -32,7 +32,93 @@ pub enum Command {
         #[command(subcommand)]
         command: ProjectionsCommand,
     },
+    /// Read the event log: export it, re-publish it to Kafka, replay a user's dialogs as of a pts,
+    /// and the payloads' JSON Schemas (docs/events.md).
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
 }
+
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// Stream the selected events, one log record per line (NDJSON) or row (CSV), in (user, pts)
+    /// order, in constant memory. Payloads are upcast to today's version unless --raw.
+    Export {
+        #[command(flatten)]
+        filter: LogFilterArgs,
+        /// ndjson (default) or csv.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Ndjson)]
+        format: ExportFormat,
+        /// Write to this file instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Payloads exactly as stored, at their stored version (no upcast).
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Re-publish the selected events to a Kafka topic (KAFKA_BROKERS) as the relay's log records,
+    /// payloads as stored, keyed by user id.
+    Replay {
+        /// The only target today; required so the command says where it writes.
+        #[arg(long, required = true)]
+        to_kafka: bool,
+        /// The topic (default: PTSLOG_KAFKA_TOPIC with `.replay` appended, not the live topic).
+        #[arg(long)]
+        topic: Option<String>,
+        #[command(flatten)]
+        filter: LogFilterArgs,
+    },
+    /// A user's dialogs as they were at a pts, folded from the log in memory (not read from the
+    /// read models).
+    State {
+        #[arg(long, value_name = "USER_ID")]
+        user: i64,
+        /// The pts to stop at, inclusive (default: the head of the log).
+        #[arg(long, value_name = "PTS")]
+        at_pts: Option<i32>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The JSON Schema of every kind's payload at every version: list them, write them into a
+    /// directory, or check that directory is up to date (exit 1 if not).
+    Schema {
+        /// Write the files into --dir.
+        #[arg(long, conflicts_with = "check")]
+        write: bool,
+        /// Compare --dir with the code; exit 1 on any difference.
+        #[arg(long)]
+        check: bool,
+        #[arg(long, default_value = "docs/events/schema")]
+        dir: PathBuf,
+    },
+}
+
+/// The selection of `events export` and `events replay`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LogFilterArgs {
+    /// An account (repeatable; `all` or none: every account).
+    #[arg(long = "user", value_name = "USER_ID|all")]
+    pub users: Vec<String>,
+    /// Events whose pts is at least this.
+    #[arg(long, value_name = "PTS")]
+    pub from_pts: Option<i32>,
+    /// Events whose pts is at most this.
+    #[arg(long, value_name = "PTS")]
+    pub to_pts: Option<i32>,
+    /// Committed at or after this time (RFC 3339, e.g. 2025-11-30T09:00:00Z).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Committed before this time (RFC 3339).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Only this kind (repeatable).
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kinds: Vec<String>,
+}
+
+pub use crate::events::export::ExportFormat;
 
 #[derive(Debug, Subcommand)]
 pub enum ProjectionsCommand {

@@ -4,6 +4,7 @@
 pub mod admin_token;
 pub mod cli;
 pub mod config;
+pub mod events;
 pub mod feed;
 pub mod gateway;
 pub mod http;

@@ -8,7 +8,9 @@ use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Logs go to stderr: stdout carries what commands print (an export streams there).
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
@@ -53,6 +55,7 @@ async fn run() -> anyhow::Result<ExitCode> {
             println!("migrations applied");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Events { command } => ptslog_server::events::command::run(&config, command).await,
         Command::Projections { command } => {
             let pool = infrastructure::postgres::connect(&config.database_url, 4).await?;
             infrastructure::postgres::migrate(&pool).await?;

@@ -8,6 +8,7 @@ mod delete;
 mod dialog_organization;
 mod difference;
 mod edit;
+mod events;
 mod forward;
 mod mtproto;
 mod organization_push;

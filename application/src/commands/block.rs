@@ -44,6 +44,7 @@ impl App {
         let event = PeerBlocked {
             peer_id: peer,
             blocked,
+            my_stories_from: req.my_stories_from,
             date: unix_now(),
         };
         tx.append(owner, UserEvent::PeerBlocked(event), Origin::from(caller))

@@ -81,6 +81,17 @@ impl LogRecord {
             })
     }
 
+    /// The same record with its payload in today's shape: an older payload version is upcast
+    /// (docs/events.md, Versioning), today's is read and written again unchanged.
+    pub fn upcast(self) -> Result<LogRecord, RecordError> {
+        let event = UserEvent::decode(&self.kind, self.payload_version, self.payload)?;
+        Ok(LogRecord {
+            payload_version: event.version(),
+            payload: event.payload(),
+            ..self
+        })
+    }
+
     /// The event as the rest of the application knows it (the same shape getDifference reads).
     pub fn stored_event(&self) -> Result<StoredEvent, RecordError> {
         let user_id = self.user()?;
@@ -188,6 +199,25 @@ mod tests {
         let mut r = record();
         r.payload_version = 9;
         assert!(r.stored_event().is_err());
+    }
+
+    #[test]
+    fn old_payload_versions_are_upcast() {
+        let mut r = record();
+        r.kind = "peer_blocked".into();
+        r.payload = json!({"peer_id": 1, "blocked": true, "date": 5});
+        let up = r.clone().upcast().unwrap();
+        assert_eq!(up.payload_version, 2);
+        assert_eq!(
+            up.payload,
+            json!({"peer_id": 1, "blocked": true, "my_stories_from": false, "date": 5})
+        );
+        assert_eq!(
+            (up.user_id, up.pts, up.kind.as_str()),
+            (2, 7, "peer_blocked")
+        );
+        // Today's records come back as they were.
+        assert_eq!(record().upcast().unwrap(), record());
     }
 
     #[test]

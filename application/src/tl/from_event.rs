@@ -55,6 +55,7 @@ pub fn update_for_event(stored: &StoredEvent, keys: &AccessHashKey) -> Update {
         UserEvent::PeerBlocked(e) => Update::PeerBlocked {
             peer_id: Peer::user(e.peer_id),
             blocked: e.blocked,
+            blocked_my_stories_from: e.my_stories_from,
         },
         UserEvent::DialogPinned(e) => Update::DialogPinned {
             pinned: e.pinned,

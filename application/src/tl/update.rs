@@ -54,7 +54,13 @@ pub enum Update {
         date: i32,
     },
     #[serde(rename = "updatePeerBlocked")]
-    PeerBlocked { peer_id: Peer, blocked: bool },
+    PeerBlocked {
+        peer_id: Peer,
+        blocked: bool,
+        /// A TL `true` flag, shown only when set (clients without stories never see it).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        blocked_my_stories_from: bool,
+    },
     #[serde(rename = "updateDialogPinned")]
     DialogPinned {
         pinned: bool,

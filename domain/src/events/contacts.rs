@@ -4,7 +4,9 @@ use super::EventKind;
 use crate::ids::UserId;
 
 /// The action-bar flags of a private chat (TL `peerSettings`) as they stood after an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct PeerSettingsFlags {
     #[serde(default)]
     pub report_spam: bool,
@@ -17,7 +19,7 @@ pub struct PeerSettingsFlags {
 /// The owner saved `user_id` as a contact under these names (added, imported or renamed).
 /// `imported` is set for `contacts.importContacts` (counted in `saved_count` until
 /// `contacts.resetSaved`). TL: `updatePeerSettings` with the peer's settings after the change.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContactSaved {
     pub user_id: UserId,
     pub first_name: String,
@@ -35,7 +37,7 @@ impl EventKind for ContactSaved {
 }
 
 /// The owner deleted the contact `user_id`. TL: `updatePeerSettings` with the settings after.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContactDeleted {
     pub user_id: UserId,
     pub settings: PeerSettingsFlags,
@@ -48,7 +50,7 @@ impl EventKind for ContactDeleted {
 
 /// `contacts.resetSaved`: the imported phone book is forgotten (`saved_count` becomes 0); the
 /// contact list itself stays. TL: `updateContactsReset`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContactsReset {}
 
 impl EventKind for ContactsReset {
@@ -58,7 +60,7 @@ impl EventKind for ContactsReset {
 
 /// The peer settings (action bar) of the chat with `peer_id` changed; `bar_hidden` after
 /// `messages.hidePeerSettingsBar`. TL: `updatePeerSettings`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PeerSettings {
     pub peer_id: UserId,
     pub bar_hidden: bool,

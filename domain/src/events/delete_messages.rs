@@ -4,7 +4,7 @@ use super::EventKind;
 use crate::ids::{BoxId, UserId};
 
 /// Messages left the owner's box. `pts_count` is the number of ids. TL: `updateDeleteMessages`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeleteMessages {
     /// The owner's box ids, each one that really was visible before.
     pub ids: Vec<BoxId>,
@@ -14,7 +14,7 @@ pub struct DeleteMessages {
 }
 
 /// The dialog part of a `messages.deleteHistory` batch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClearHistory {
     pub peer_id: UserId,
     /// `just_clear`: keep the (now empty) dialog; otherwise it is removed once no message is left.

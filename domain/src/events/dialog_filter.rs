@@ -5,7 +5,7 @@ use crate::ids::UserId;
 
 /// A custom dialog filter (folder) as the owner defined it. Ids start at 2 (0 is "All chats",
 /// 1 the archive).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DialogFilterRules {
     pub id: i32,
     pub title: String,
@@ -43,7 +43,7 @@ pub struct DialogFilterRules {
 
 /// A filter was created or replaced (`filter` present) or deleted (absent).
 /// TL: `updateDialogFilter`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DialogFilter {
     pub id: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,7 +57,7 @@ impl EventKind for DialogFilter {
 
 /// The order of the owner's filters (`messages.updateDialogFiltersOrder`).
 /// TL: `updateDialogFilterOrder`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DialogFilterOrder {
     pub order: Vec<i32>,
 }
@@ -69,7 +69,7 @@ impl EventKind for DialogFilterOrder {
 
 /// Folder tags were turned on or off (`messages.toggleDialogFilterTags`). TL: `updateDialogFilters`
 /// (which has no fields: clients reload `messages.getDialogFilters`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DialogFilterTags {
     pub enabled: bool,
 }

@@ -5,7 +5,7 @@ use crate::ids::UserId;
 
 /// The owner set or cleared the manual unread mark of the dialog with `peer_id`.
 /// TL: `updateDialogUnreadMark`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DialogUnreadMark {
     pub peer_id: UserId,
     pub unread: bool,

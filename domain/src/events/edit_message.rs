@@ -5,7 +5,7 @@ use crate::message::OwnerMessage;
 
 /// The owner's copy of a message was edited; the payload is the whole message after the edit.
 /// TL: `updateEditMessage`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EditMessage {
     pub message: OwnerMessage,
 }

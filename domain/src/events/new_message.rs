@@ -4,7 +4,7 @@ use super::EventKind;
 use crate::message::OwnerMessage;
 
 /// A message appeared in the owner's box (sent, received or forwarded). TL: `updateNewMessage`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NewMessage {
     pub message: OwnerMessage,
 }

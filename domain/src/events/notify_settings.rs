@@ -5,7 +5,9 @@ use crate::ids::UserId;
 
 /// A chat's notification settings as the owner set them (TL `inputPeerNotifySettings`); a field
 /// left out is not set (the client's default applies).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct PeerNotify {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub show_previews: Option<bool>,
@@ -30,7 +32,7 @@ impl PeerNotify {
 
 /// `account.updateNotifySettings` for the chat with `peer_id`: the settings after the change
 /// replace the previous ones. TL: `updateNotifySettings`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NotifySettings {
     pub peer_id: UserId,
     pub settings: PeerNotify,

@@ -6,7 +6,7 @@ use crate::ids::UserId;
 /// The whole pinned list of folder `folder_id`, in order, after `messages.reorderPinnedDialogs`: the
 /// peers listed are pinned in this order, every other dialog of the folder is unpinned.
 /// TL: `updatePinnedDialogs` with `order`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PinnedDialogs {
     pub folder_id: i16,
     pub order: Vec<UserId>,

@@ -4,7 +4,7 @@ use super::EventKind;
 use crate::ids::{BoxId, UserId};
 
 /// The owner read incoming messages from `peer_id` up to `max_id`. TL: `updateReadHistoryInbox`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadHistoryInbox {
     pub peer_id: UserId,
     pub max_id: BoxId,

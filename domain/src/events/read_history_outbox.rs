@@ -5,7 +5,7 @@ use crate::ids::{BoxId, UserId};
 
 /// `peer_id` read the owner's outgoing messages up to `max_id` (in the owner's ids) at `date`.
 /// TL: `updateReadHistoryOutbox`; `messages.getOutboxReadDate` answers from these events.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadHistoryOutbox {
     pub peer_id: UserId,
     pub max_id: BoxId,

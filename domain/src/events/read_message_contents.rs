@@ -4,7 +4,7 @@ use super::EventKind;
 use crate::ids::BoxId;
 
 /// The owner opened the contents (media, reactions) of these messages. TL: `updateReadMessagesContents`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadMessageContents {
     pub ids: Vec<BoxId>,
     pub date: i32,

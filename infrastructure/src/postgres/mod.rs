@@ -1,6 +1,7 @@
 //! The Postgres adapters.
 
 pub mod accounts;
+pub mod log_export;
 pub mod mtproto_keys;
 pub(crate) mod queries;
 pub(crate) mod rows;

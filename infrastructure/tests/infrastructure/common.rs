@@ -389,6 +389,7 @@ pub async fn block(store: &PgStore, owner: UserId, peer: UserId, blocked: bool, 
         UserEvent::PeerBlocked(PeerBlocked {
             peer_id: peer,
             blocked,
+            my_stories_from: false,
             date,
         }),
         Origin::default(),

@@ -10,6 +10,7 @@ fn blocked(peer: UserId) -> UserEvent {
     UserEvent::PeerBlocked(PeerBlocked {
         peer_id: peer,
         blocked: true,
+        my_stories_from: false,
         date: 1,
     })
 }

@@ -14,6 +14,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use sqlx::PgPool;
 
+mod events;
+
 use super::auth::bearer_token;
 use crate::admin_token::AdminToken;
 
@@ -29,6 +31,7 @@ fn routes() -> Router<AdminState> {
     Router::new()
         .route("/admin/ping", get(ping))
         .route("/admin/projections", get(projections))
+        .route("/admin/events", get(events::events))
 }
 
 /// The admin routes, each behind the operator token.
