@@ -381,15 +381,18 @@ impl Run<'_> {
         // The last moment an abort can still leave everything as it was.
         self.check_cancel()?;
         tx.commit().await?;
+        let held = held.elapsed();
+        // The figure recorded inside the transaction lacks its commit; the whole of it, now.
+        status::record_lock(self.pool, &self.projections, held.as_secs_f64() * 1000.0).await?;
         tracing::info!(
             lock_wait_ms = locked.as_secs_f64() * 1000.0,
             delta_ms = (applied - locked).as_secs_f64() * 1000.0,
             renames_ms = (swapped - applied).as_secs_f64() * 1000.0,
-            commit_ms = (held.elapsed() - swapped).as_secs_f64() * 1000.0,
+            commit_ms = (held - swapped).as_secs_f64() * 1000.0,
             delta,
             "swap"
         );
-        Ok((delta, held.elapsed()))
+        Ok((delta, held))
     }
 
     /// Projects `rows` into the shadow and moves the watermarks of their accounts, on `conn`

@@ -290,6 +290,20 @@ pub(crate) async fn finish(
     Ok(())
 }
 
+/// Records how long the last swap held writers, commit included.
+pub(crate) async fn record_lock(
+    pool: &PgPool,
+    projections: &[Projection],
+    lock_ms: f64,
+) -> Result<(), ProjectionError> {
+    sqlx::query("UPDATE projection_status SET last_lock_ms = $2 WHERE name = ANY($1)")
+        .bind(names(projections))
+        .bind(lock_ms)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// Records a rebuild that ended without a swap: `failed` with the error, or back to `live` (with
 /// the reason kept in `error`) when an operator aborted it.
 pub(crate) async fn end_without_swap(
