@@ -706,3 +706,80 @@ async fn state_at_a_pts_is_the_dialog_list_of_that_moment() {
     }
     s.stop().await;
 }
+
+/// The peak resident memory (VmHWM, KiB) of a running process, if it still runs.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[tokio::test]
+async fn an_export_much_larger_than_memory_streams_in_constant_memory() {
+    let s = TestServer::start().await;
+    let alice = s.login("+15558600001", "Alice").await;
+    // 80,000 events of ~1.3 KiB (about 107 MB of NDJSON), appended by SQL for speed.
+    const N: i32 = 80_000;
+    sqlx::query(
+        "INSERT INTO user_update_events (user_id, pts, pts_count, kind, payload_version, payload) \
+         SELECT $1, g, 1, 'new_message', 1, jsonb_build_object('message', jsonb_build_object( \
+           'id', g, 'message_id', g, 'peer_id', $1, 'from_id', $1, 'out', true, 'date', 0, \
+           'text', repeat('x', 1000))) \
+         FROM generate_series((SELECT pts + 1 FROM user_sequences WHERE user_id = $1), $2) AS g",
+    )
+    .bind(alice.user_id)
+    .bind(N)
+    .execute(&s.pool)
+    .await
+    .expect("bulk append");
+
+    let bin = ptslog_binary().expect("the ptslog binary");
+    let user = alice.user_id.to_string();
+    let mut child = Command::new(bin)
+        .args(["events", "export", "--user", &user])
+        .env("DATABASE_URL", database_url(&s.db))
+        .env_remove("PTSLOG_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ptslog events export");
+    let pid = child.id();
+    let mut stdout = child.stdout.take().unwrap();
+    // Read the stream as it comes, counting lines and bytes, sampling the exporter's peak memory.
+    let reader = std::thread::spawn(move || {
+        use std::io::Read;
+        let (mut bytes, mut newlines, mut peak) = (0u64, 0u64, 0u64);
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = stdout.read(&mut buf).expect("read export");
+            if n == 0 {
+                break;
+            }
+            bytes += n as u64;
+            newlines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
+            peak = peak.max(peak_rss_kib(pid).unwrap_or(0));
+        }
+        (bytes, newlines, peak)
+    });
+    let (bytes, newlines, peak_kib) = reader.join().unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(newlines, N as u64);
+    assert!(bytes > 100_000_000, "{bytes} bytes exported");
+    // The whole export would not fit in this bound; a stream does.
+    assert!(
+        peak_kib > 0 && peak_kib < 64 * 1024,
+        "exporter peak RSS {peak_kib} KiB for {bytes} bytes"
+    );
+    eprintln!(
+        "exported {newlines} events, {} MB, exporter peak RSS {} MB",
+        bytes / 1_000_000,
+        peak_kib / 1024
+    );
+    s.stop().await;
+}
