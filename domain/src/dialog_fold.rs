@@ -51,7 +51,6 @@ impl DialogState {
 /// The owner's copy of one message, as far as the dialog list cares.
 #[derive(Debug, Clone, Copy)]
 struct BoxEntry {
-    peer: UserId,
     out: bool,
     date: i32,
     deleted: bool,
@@ -61,7 +60,11 @@ struct BoxEntry {
 #[derive(Debug, Default)]
 pub struct DialogFold {
     dialogs: HashMap<UserId, DialogState>,
-    boxes: BTreeMap<BoxId, BoxEntry>,
+    /// Which chat each box id is in (deleted ones too: a deletion names ids only).
+    chat_of: HashMap<BoxId, UserId>,
+    /// Each chat's boxes by id, so the top and the unread count cost what they read, not the
+    /// whole history.
+    chats: HashMap<UserId, BTreeMap<BoxId, BoxEntry>>,
     pts: i32,
 }
 
@@ -163,10 +166,10 @@ impl DialogFold {
 
     /// Creates the dialog (again, in folder 0, if it had been removed) or moves its top up.
     fn new_message(&mut self, m: &OwnerMessage) {
-        self.boxes.insert(
+        self.chat_of.insert(m.id, m.peer_id);
+        self.chats.entry(m.peer_id).or_default().insert(
             m.id,
             BoxEntry {
-                peer: m.peer_id,
                 out: m.out,
                 date: m.date,
                 deleted: false,
@@ -196,11 +199,14 @@ impl DialogFold {
     fn delete(&mut self, e: &DeleteMessages) {
         let mut peers: Vec<UserId> = Vec::new();
         for id in &e.ids {
-            if let Some(b) = self.boxes.get_mut(id) {
+            let Some(peer) = self.chat_of.get(id).copied() else {
+                continue;
+            };
+            if let Some(b) = self.chats.get_mut(&peer).and_then(|c| c.get_mut(id)) {
                 b.deleted = true;
-                if !peers.contains(&b.peer) {
-                    peers.push(b.peer);
-                }
+            }
+            if !peers.contains(&peer) {
+                peers.push(peer);
             }
         }
         if let Some(clear) = &e.clear_history {
@@ -228,19 +234,25 @@ impl DialogFold {
 
     /// The newest visible message of a chat: (id, date).
     fn top_of(&self, peer: UserId) -> Option<(i32, i32)> {
-        self.boxes
+        self.chats
+            .get(&peer)?
             .iter()
             .rev()
-            .find(|(_, b)| b.peer == peer && !b.deleted)
+            .find(|(_, b)| !b.deleted)
             .map(|(id, b)| (id.get(), b.date))
     }
 
     /// Visible incoming messages of a chat above `read`.
     fn unread_after(&self, peer: UserId, read: i32) -> i32 {
-        self.boxes
-            .iter()
-            .filter(|(id, b)| b.peer == peer && !b.deleted && !b.out && id.get() > read)
-            .count() as i32
+        let Some(chat) = self.chats.get(&peer) else {
+            return 0;
+        };
+        let above = match read.checked_add(1).and_then(BoxId::new) {
+            Some(first) => chat.range(first..),
+            None if read < 1 => chat.range(..),
+            None => return 0,
+        };
+        above.filter(|(_, b)| !b.deleted && !b.out).count() as i32
     }
 
     /// The dialogs in list order: by folder, the pinned first (by position), then by top message
