@@ -143,15 +143,18 @@ async fn metrics(s: &TestServer) -> String {
 #[derive(Default)]
 struct Writes {
     latencies: Vec<(Instant, Duration)>,
-    /// (sender, box id of the sender's copy)
+    /// (sender, box id of the sender's copy) of the messages kept
     sent: Vec<(i64, i64)>,
+    /// (sender, box id of the sender's copy) of the messages deleted again
+    deleted: Vec<(i64, i64)>,
     reads: usize,
 }
 
 /// The acceptance test: message_boxes and dialogs are rebuilt online while two writers
-/// keep sending and reading over the API. After the swap verify passes, every acknowledged send is
-/// in the new tables, each sender saw its own message at the top of the dialog right after sending
-/// (across the swap too), and no request waited longer than the documented bound.
+/// keep sending, reading, deleting and marking read over the API. After the swap verify passes,
+/// every acknowledged send is in the new tables (and every deletion), each sender saw its own
+/// message at the top of the dialog right after sending (across the swap too), and no request
+/// waited longer than the documented bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn online_rebuild_while_writers_send_and_read() {
     let s = TestServer::start().await;
@@ -175,6 +178,7 @@ async fn online_rebuild_while_writers_send_and_read() {
         let peers = p.peers.clone();
         writers.push(tokio::spawn(async move {
             let mut k = 0usize;
+            let mut previous: Option<(usize, i64)> = None;
             while !stop.load(Ordering::Relaxed) {
                 let from = (w * 3 + k) % devices.len();
                 let to = (from + 1 + k % 5) % devices.len();
@@ -202,11 +206,51 @@ async fn online_rebuild_while_writers_send_and_read() {
                     "read-your-writes: sent {id} to {} but the dialog's top message is {top}",
                     devices[to].user_id
                 );
+                // Now and then a deletion (of this writer's previous message, both copies) and a
+                // read receipt, so the catch-up replays the dialogs' recomputations too.
+                let mut extra = Vec::new();
+                if k % 6 == 0 {
+                    if let Some((sender, prev)) = previous.take() {
+                        let t = Instant::now();
+                        devices[sender]
+                            .rpc(
+                                "messages.deleteMessages",
+                                json!({"id": [prev], "revoke": true}),
+                            )
+                            .await;
+                        extra.push((t, t.elapsed()));
+                        writes
+                            .lock()
+                            .unwrap()
+                            .deleted
+                            .push((devices[sender].user_id, prev));
+                    }
+                }
+                if k % 4 == 0 {
+                    let t = Instant::now();
+                    devices[to]
+                        .rpc(
+                            "messages.readHistory",
+                            json!({"peer": peers[to][from], "max_id": 0}),
+                        )
+                        .await;
+                    extra.push((t, t.elapsed()));
+                }
                 let mut w = writes.lock().unwrap();
                 w.latencies.push((t, send_took));
                 w.latencies.push((t2, read_took));
-                w.sent.push((devices[from].user_id, id));
+                w.latencies.extend(extra);
+                if let Some((sender, prev)) = previous.replace((from, id)) {
+                    w.sent.push((devices[sender].user_id, prev));
+                }
                 w.reads += 1;
+            }
+            if let Some((sender, prev)) = previous {
+                writes
+                    .lock()
+                    .unwrap()
+                    .sent
+                    .push((devices[sender].user_id, prev));
             }
         }));
     }
@@ -332,6 +376,21 @@ async fn online_rebuild_while_writers_send_and_read() {
             "every send of {sender} survived the swap"
         );
     }
+    for (sender, id) in &writes.deleted {
+        let deleted: bool = sqlx::query_scalar(
+            "SELECT deleted FROM message_boxes WHERE owner_user_id = $1 AND box_id = $2",
+        )
+        .bind(sender)
+        .bind(*id as i32)
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+        assert!(
+            deleted,
+            "the deletion of {id} by {sender} survived the swap"
+        );
+    }
+    assert!(!writes.deleted.is_empty());
     assert_clean(&s.pool).await;
 
     // The status records the swap.
