@@ -202,6 +202,27 @@ async fn version_1_events_replay_through_difference_rebuild_and_export() {
     );
     assert_eq!(code, 0, "{err}");
     assert_eq!(lines(&out), up);
+
+    // A row from a newer release (a version this code does not know) is refused by name, not
+    // misread; --raw still exports it as stored.
+    sqlx::query(
+        "WITH s AS (UPDATE user_sequences SET pts = pts + 1 WHERE user_id = $1 RETURNING pts) \
+         INSERT INTO user_update_events (user_id, pts, pts_count, kind, payload_version, payload) \
+         SELECT $1, s.pts, 1, 'peer_blocked', 9, '{}'::jsonb FROM s",
+    )
+    .bind(alice.user_id)
+    .execute(&s.pool)
+    .await
+    .unwrap();
+    let (code, _, err) = ptslog(&s.db, &["events", "export", "--user", &user], &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("no payload version 9") && err.contains("--raw"),
+        "{err}"
+    );
+    let (code, out, err) = ptslog(&s.db, &["events", "export", "--user", &user, "--raw"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(lines(&out).last().unwrap()["payload_version"], 9);
     s.stop().await;
 }
 
@@ -483,6 +504,25 @@ async fn export_filters_csv_and_admin_auth() {
     let (code, _, err) = ptslog(&s.db, &["events", "export", "--kind", "nope"], &[]);
     assert_ne!(code, 0);
     assert!(err.contains("unknown event kind"), "{err}");
+
+    // The body is streamed (chunked), not sized up front.
+    let resp = s
+        .http
+        .get(format!("{}/admin/events?user={a}", s.admin_base))
+        .bearer_auth(TEST_ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.headers()
+            .get("transfer-encoding")
+            .map(|v| v.to_str().unwrap()),
+        Some("chunked")
+    );
+    assert_eq!(
+        resp.headers().get("content-type").unwrap(),
+        "application/x-ndjson"
+    );
 
     // Only the operator token opens the export.
     let (status, _) = admin_events(&s, "", None).await;
