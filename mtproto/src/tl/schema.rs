@@ -1,4 +1,7 @@
-//! The API schema (`schema/api.tl`, the layer in its first line), parsed once at first use.
+//! The API schemas, parsed once at first use: `schema/api.tl` (layer 230, the current one) and
+//! `schema/api-198.tl` (layer 198, which GramJS 2.26 speaks). Each looks up a constructor it does
+//! not have in the other, so a request decodes whichever of the two layers its ids come from, and an
+//! answer encodes with the client's layer's definition of each constructor where it has one.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -58,23 +61,62 @@ pub struct Schema {
     pub layer: i32,
     by_id: HashMap<u32, Combinator>,
     by_name: HashMap<String, u32>,
+    /// Where a lookup that misses goes next (resolved at lookup time, so two schemas can name
+    /// each other; a fallback's own fallback is never followed).
+    fallback: Option<fn() -> &'static Schema>,
 }
 
 const API_TL: &str = include_str!("../../schema/api.tl");
+const API_198_TL: &str = include_str!("../../schema/api-198.tl");
+
+/// The oldest layer with a schema of its own; older clients are answered in it too.
+pub const OLDEST_LAYER: i32 = 198;
 
 impl Schema {
-    /// The API schema this build serves.
+    /// The current API schema (layer 230), falling back to layer 198's constructors.
     pub fn api() -> &'static Schema {
         static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| Schema::parse(API_TL))
+        SCHEMA.get_or_init(|| Schema {
+            fallback: Some(Schema::layer_198),
+            ..Schema::parse(API_TL)
+        })
+    }
+
+    /// Layer 198's schema, falling back to the current one's constructors.
+    pub fn layer_198() -> &'static Schema {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        SCHEMA.get_or_init(|| Schema {
+            fallback: Some(Schema::api),
+            ..Schema::parse(API_198_TL)
+        })
+    }
+
+    /// The schema to answer a client of this layer with (`None`: not announced yet, the
+    /// current one). Layers from 199 to 229 get the current schema: their constructors are
+    /// nearer to 230's than to 198's (Telethon and Pyrogram forks at 229 differ from 230 in six
+    /// constructors none of which is served).
+    pub fn for_layer(layer: Option<i32>) -> &'static Schema {
+        match layer {
+            Some(l) if l <= OLDEST_LAYER => Schema::layer_198(),
+            _ => Schema::api(),
+        }
     }
 
     pub fn by_id(&self, id: u32) -> Option<&Combinator> {
-        self.by_id.get(&id)
+        self.by_id.get(&id).or_else(|| {
+            let f = (self.fallback?)();
+            f.by_id.get(&id)
+        })
     }
 
     pub fn by_name(&self, name: &str) -> Option<&Combinator> {
-        self.by_name.get(name).and_then(|id| self.by_id.get(id))
+        match self.by_name.get(name) {
+            Some(id) => self.by_id.get(id),
+            None => {
+                let f = (self.fallback?)();
+                f.by_name.get(name).and_then(|id| f.by_id.get(id))
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -201,5 +243,22 @@ mod tests {
         assert!(matches!(user.params[0].ty, ParamType::Flags));
         let init = s.by_name("initConnection").unwrap();
         assert_eq!(init.params.last().unwrap().ty, ParamType::Generic);
+    }
+
+    #[test]
+    fn layer_198_answers_with_its_own_constructors_and_decodes_either() {
+        let old = Schema::for_layer(Some(198));
+        assert_eq!(old.layer, 198);
+        assert_eq!(old.by_name("user").unwrap().id, 0x4b46c37e);
+        assert_ne!(Schema::api().by_name("user").unwrap().id, 0x4b46c37e);
+        // Each finds the other's ids (a request decodes whatever layer it was made in) …
+        assert_eq!(Schema::api().by_id(0x4b46c37e).unwrap().name, "user");
+        assert!(old
+            .by_id(Schema::api().by_name("user").unwrap().id)
+            .is_some());
+        // … and a constructor only the newer layer has is still found by name.
+        assert!(old.by_name("messages.getSavedReactionTags").is_some());
+        assert!(std::ptr::eq(Schema::for_layer(Some(229)), Schema::api()));
+        assert!(std::ptr::eq(Schema::for_layer(None), Schema::api()));
     }
 }

@@ -50,6 +50,7 @@ const WRAPPERS: &[&str] = &[
 ];
 
 pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallError> {
+    // Requests decode in either layer's ids; answers use the client's layer (see Schema).
     let schema = Schema::api();
     let mut request = decode_object(schema, &mut Reader::new(body)).map_err(|e| match e {
         TlError::UnknownConstructor(_) => CallError::new(400, "INPUT_METHOD_INVALID"),
@@ -75,7 +76,7 @@ pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallEr
     tracing::debug!(method = %name, user = ?conn.caller.map(|c| c.user_id), "MTProto call");
     let answer = route(conn, &name, request).await?;
     let mut w = Writer::new();
-    encode_result(schema, &name, &answer, &mut w).map_err(|e| {
+    encode_result(Schema::for_layer(conn.layer), &name, &answer, &mut w).map_err(|e| {
         tracing::error!(method = %name, error = %e, "answer did not encode as TL");
         CallError::new(500, "INTERNAL")
     })?;

@@ -282,7 +282,7 @@ impl Conn {
     fn push(&mut self, json: &str) -> Option<Vec<u8>> {
         let value: serde_json::Value = serde_json::from_str(json).ok()?;
         let mut w = Writer::new();
-        if let Err(e) = encode_object(Schema::api(), &value, &mut w) {
+        if let Err(e) = encode_object(Schema::for_layer(self.layer), &value, &mut w) {
             tracing::warn!(error = %e, "a push frame did not encode as TL");
             return None;
         }
