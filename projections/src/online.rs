@@ -288,10 +288,17 @@ impl Run<'_> {
                         swap_attempts: attempts,
                         elapsed: self.started.elapsed(),
                     };
-                    sqlx::query("RESET search_path").execute(&mut *conn).await?;
-                    // The retired tables may still be read by statements that began before the
-                    // swap; dropping them waits for those alone.
-                    shadow::drop_schemas(conn).await?;
+                    // The swap is committed: from here a failure only leaves litter behind (the
+                    // next rebuild clears it), not a failed rebuild. The retired tables may still
+                    // be read by statements that began before the swap; dropping them waits for
+                    // those alone.
+                    let cleanup = async {
+                        sqlx::query("RESET search_path").execute(&mut *conn).await?;
+                        shadow::drop_schemas(conn).await
+                    };
+                    if let Err(e) = cleanup.await {
+                        tracing::warn!(error = %e, "the retired tables could not be dropped; the next rebuild will");
+                    }
                     tracing::info!(
                         projections = ?self.projections.iter().map(|p| p.name()).collect::<Vec<_>>(),
                         events = self.done,

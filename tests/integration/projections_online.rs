@@ -871,3 +871,73 @@ async fn ctrl_c_aborts_the_cli_rebuild() {
     assert_clean(&s.pool).await;
     s.stop().await;
 }
+
+/// A long read of a live table holds off the swap's ACCESS EXCLUSIVE lock: each attempt gives up
+/// after `lock_timeout` (letting writers go), catches up and tries again, and the swap happens once
+/// the read ends. Writers never wait much longer than one `lock_timeout`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn swap_waits_out_a_long_reader_without_holding_writers() {
+    let s = TestServer::start().await;
+    let p = people(&s, 3, "067").await;
+    history(&p, 100, 2).await;
+
+    // A reader that keeps dialogs open (ACCESS SHARE) until the swap has been tried twice.
+    let swap_tries = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut reader = s.pool.begin().await.unwrap();
+    sqlx::query("SELECT count(*) FROM dialogs")
+        .execute(&mut *reader)
+        .await
+        .unwrap();
+    let release = {
+        let swap_tries = swap_tries.clone();
+        tokio::spawn(async move {
+            while swap_tries.load(Ordering::Relaxed) < 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            reader.commit().await.unwrap();
+        })
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let (d, peer) = (p.devices[0].clone(), p.peers[0][1].clone());
+        tokio::spawn(async move {
+            let mut longest = Duration::ZERO;
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                d.send(&peer, "during the swap").await;
+                longest = longest.max(t.elapsed());
+            }
+            longest
+        })
+    };
+    let lock_timeout = Duration::from_millis(300);
+    let control = RebuildControl {
+        lock_timeout,
+        swap_attempts: 20,
+        ..RebuildControl::default()
+    };
+    let tries = swap_tries.clone();
+    let report = projections::rebuild_online(&s.pool, &[Projection::Dialogs], &control, &mut |p| {
+        if p.phase == projections::online::Phase::Swap {
+            tries.fetch_add(1, Ordering::Relaxed);
+        }
+    })
+    .await
+    .expect("the rebuild swaps once the reader is gone");
+    stop.store(true, Ordering::Relaxed);
+    let longest = writer.await.unwrap();
+    release.await.unwrap();
+    eprintln!(
+        "swap after a long reader: {} attempt(s), writers held {:?} by the last one; longest send {longest:?}",
+        report.swap_attempts, report.writers_held
+    );
+    assert!(report.swap_attempts >= 2, "{report:?}");
+    assert!(
+        longest < lock_timeout + Duration::from_millis(1500),
+        "a send waited {longest:?} (lock_timeout {lock_timeout:?})"
+    );
+    assert!(leftover_schemas(&s.pool).await.is_empty());
+    assert_clean(&s.pool).await;
+    s.stop().await;
+}
