@@ -258,9 +258,21 @@ async fn online_rebuild_while_writers_send_and_read() {
     let watching = Arc::new(AtomicBool::new(true));
     let seen_in_metrics = {
         let (watching, base, http) = (watching.clone(), s.base.clone(), s.http.clone());
+        let pool = s.pool.clone();
         tokio::spawn(async move {
-            let mut seen = false;
+            let (mut seen, mut shadow_lag_seen) = (false, false);
             while watching.load(Ordering::Relaxed) {
+                // The status (CLI and admin endpoint) shows the shadow's progress and lag.
+                let status = projections::status::load(&pool, true)
+                    .await
+                    .expect("status");
+                shadow_lag_seen |= status.iter().any(|x| {
+                    x.name == "dialogs"
+                        && x.state == RebuildState::Rebuilding
+                        && x.rebuild
+                            .as_ref()
+                            .is_some_and(|r| r.shadow_lag_pts.is_some() && r.events_total > 0)
+                });
                 let body = http
                     .get(format!("{base}/metrics"))
                     .send()
@@ -274,7 +286,7 @@ async fn online_rebuild_while_writers_send_and_read() {
                         .contains("ptslog_projection_rebuild_events_total{projection=\"dialogs\"}");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            seen
+            seen && shadow_lag_seen
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -349,7 +361,10 @@ async fn online_rebuild_while_writers_send_and_read() {
     );
     assert!(report.writers_held < WRITER_STALL_BOUND);
     assert!(progress_reports > 0);
-    assert!(seen_in_metrics, "the rebuild's progress showed in /metrics");
+    assert!(
+        seen_in_metrics,
+        "the rebuild's progress showed in /metrics and the status"
+    );
 
     // The tables were replaced, and nothing of the rebuild is left behind.
     assert_ne!(oid(&s.pool, "message_boxes").await, boxes_before);
