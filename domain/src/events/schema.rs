@@ -23,12 +23,26 @@ impl PayloadSchema {
         format!("{}.v{}.json", self.kind, self.version)
     }
 
-    /// The file's text: pretty JSON and a final newline.
+    /// The file's text: pretty JSON with keys in sorted order (whatever serde_json's map order is
+    /// in this build) and a final newline.
     pub fn file_text(&self) -> String {
         // A Value always serializes.
-        let mut text = serde_json::to_string_pretty(&self.schema).unwrap_or_default();
+        let mut text =
+            serde_json::to_string_pretty(&sorted(self.schema.clone())).unwrap_or_default();
         text.push('\n');
         text
+    }
+}
+
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
     }
 }
 
