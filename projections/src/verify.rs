@@ -1,12 +1,15 @@
 //! Checking that the read models are exactly what the log projects to, and that the log itself is
 //! well formed, without holding writers back.
 //!
-//! The accounts are taken in chunks. For each chunk one REPEATABLE READ transaction replays the
-//! chunk's logs into temporary tables (same columns, constraints and indexes as the live ones; on
-//! this connection they hide the live tables, so the projectors write into them) and compares them
-//! with the chunk's live rows, row by row, joined on the primary key. Log and read models are
+//! The accounts are taken in chunks, shared out among four connections. For each chunk one
+//! REPEATABLE READ transaction replays the chunk's logs into temporary tables (same columns,
+//! constraints and indexes as the live ones; on that connection they hide the live tables, so the
+//! projectors write into them) and compares them with the chunk's live rows, row by row, joined on
+//! the primary key. Log and read models are
 //! written in the same transactions, so one snapshot always shows them consistent: no lock is taken
 //! beyond what a plain SELECT takes, and a chunk's snapshot lives only as long as the chunk.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use domain::UserId;
 use sqlx::{Connection, PgConnection, PgPool, Row};
@@ -20,6 +23,9 @@ pub const MAX_REPORTED_DIFFERENCES: usize = 20;
 
 /// Accounts replayed and compared per transaction.
 const CHUNK_USERS: usize = 256;
+
+/// Connections replaying chunks at once.
+const VERIFY_CONNECTIONS: usize = 4;
 
 /// Log rows fetched per round trip.
 const BATCH: i64 = 1000;
@@ -111,39 +117,92 @@ pub async fn verify_selected(
         "user_sequences".to_string(),
     ]);
 
-    for p in &replayed {
-        sqlx::query(&format!(
-            "CREATE TEMP TABLE {0} (LIKE {1}.{0} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES) \
-             ON COMMIT DELETE ROWS",
-            p.name(),
-            quote(&mut conn, &live).await?
-        ))
-        .execute(&mut conn)
-        .await?;
+    // The chunks are shared out among a few connections (accounts are independent), and their
+    // results put back in the accounts' order.
+    let chunks = chunks(&mut conn, only).await?;
+    let mut conns = vec![conn];
+    for _ in 1..VERIFY_CONNECTIONS.min(chunks.len()) {
+        conns.push(pool.acquire().await?.detach());
     }
-    // The temporary tables first, explicitly (unqualified names already resolve there first).
-    sqlx::query(&format!(
-        "SET search_path = pg_temp, {}",
-        quote(&mut conn, &live).await?
-    ))
-    .execute(&mut conn)
-    .await?;
-
-    for chunk in chunks(&mut conn, only).await? {
-        let mut tx = conn.begin().await?;
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            .execute(&mut *tx)
-            .await?;
-        report.events_replayed += replay_chunk(&mut tx, &replayed, &chunk).await?;
-        for p in &compared {
-            compare(&mut tx, &live, *p, &chunk, &mut report).await?;
+    for c in conns.iter_mut() {
+        prepare_scratch(c, &live, &replayed).await?;
+    }
+    let next = AtomicUsize::new(0);
+    let per_connection = futures::future::try_join_all(conns.iter_mut().map(|c| {
+        let (next, chunks, live, replayed, compared) =
+            (&next, &chunks, &live, &replayed, &compared);
+        async move {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(chunk) = chunks.get(i) else {
+                    return Ok::<_, ProjectionError>(done);
+                };
+                done.push((i, verify_chunk(c, live, replayed, compared, chunk).await?));
+            }
         }
-        tx.commit().await?;
+    }))
+    .await;
+    for c in conns {
+        let _ = c.close().await;
+    }
+    let mut results: Vec<(usize, VerifyReport)> = per_connection?.into_iter().flatten().collect();
+    results.sort_by_key(|(i, _)| *i);
+    for (_, chunk) in results {
+        report.events_replayed += chunk.events_replayed;
+        report.add(
+            i64::try_from(chunk.total_differences).unwrap_or(i64::MAX),
+            chunk.differences,
+        );
     }
     report
         .tables_checked
         .extend(compared.iter().map(|p| p.name().to_string()));
-    let _ = conn.close().await;
+    Ok(report)
+}
+
+/// Creates the temporary tables the replay writes into, and puts them first on the path.
+async fn prepare_scratch(
+    conn: &mut PgConnection,
+    live: &str,
+    replayed: &[Projection],
+) -> Result<(), ProjectionError> {
+    let live = quote(conn, live).await?;
+    for p in replayed {
+        sqlx::query(&format!(
+            "CREATE TEMP TABLE {0} (LIKE {live}.{0} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES) \
+             ON COMMIT DELETE ROWS",
+            p.name()
+        ))
+        .execute(&mut *conn)
+        .await?;
+    }
+    // The temporary tables first, explicitly (unqualified names already resolve there first).
+    sqlx::query(&format!("SET search_path = pg_temp, {live}"))
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// One chunk in one repeatable-read transaction: its logs replayed into the temporary tables
+/// (emptied at the commit), then compared with its live rows.
+async fn verify_chunk(
+    conn: &mut PgConnection,
+    live: &str,
+    replayed: &[Projection],
+    compared: &[Projection],
+    chunk: &Owners,
+) -> Result<VerifyReport, ProjectionError> {
+    let mut report = VerifyReport::default();
+    let mut tx = conn.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        .execute(&mut *tx)
+        .await?;
+    report.events_replayed = replay_chunk(&mut tx, replayed, chunk).await?;
+    for p in compared {
+        compare(&mut tx, live, *p, chunk, &mut report).await?;
+    }
+    tx.commit().await?;
     Ok(report)
 }
 

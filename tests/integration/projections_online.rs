@@ -956,3 +956,55 @@ async fn swap_waits_out_a_long_reader_without_holding_writers() {
     assert_clean(&s.pool).await;
     s.stop().await;
 }
+
+/// With more accounts than one chunk, verify shares the chunks among its connections and still
+/// reports the differences in account order, including rows of owners no account has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_spans_chunks_in_account_order() {
+    let s = TestServer::start().await;
+    let p = people(&s, 2, "068").await;
+    history(&p, 20, 1).await;
+    // 700 more (silent) accounts: three chunks of 256 and a bit.
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO users (phone, first_name) SELECT '+1999068' || lpad(g::text, 4, '0'), 'U' \
+         FROM generate_series(1, 700) g RETURNING id",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO user_sequences (user_id) SELECT unnest($1::bigint[])")
+        .bind(&ids)
+        .execute(&s.pool)
+        .await
+        .unwrap();
+    let (early, late, nobody) = (ids[100], ids[600], 9_000_000_000_i64);
+    // Rows no event made: in a late chunk, an early one, and of an owner no account has.
+    for owner in [late, early, nobody] {
+        sqlx::query(
+            "INSERT INTO peer_settings (owner_user_id, peer_user_id, bar_hidden) VALUES ($1, 1, true)",
+        )
+        .bind(owner)
+        .execute(&s.pool)
+        .await
+        .unwrap();
+    }
+    let report = projections::verify(&s.pool).await.unwrap();
+    assert_eq!(report.total_differences, 3, "{:?}", report.differences);
+    let owners: Vec<String> = report
+        .differences
+        .iter()
+        .map(|d| d.split(',').next().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        owners,
+        [early, late, nobody].map(|o| format!("peer_settings (owner_user_id={o}")),
+        "{:?}",
+        report.differences
+    );
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events")
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+    assert_eq!(report.events_replayed, events as u64);
+    s.stop().await;
+}
