@@ -57,6 +57,45 @@ pub fn render(ops: &Ops) -> String {
         "Failed hand-overs or deliveries to the sink (each restarts the relay session).",
         relay.produce_errors(),
     );
+    if let Some(m) = &ops.mtproto {
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        metric(
+            &mut out,
+            "ptslog_mtproto_connections",
+            "gauge",
+            "MTProto connections open.",
+            m.connections.load(Ordering::Relaxed),
+        );
+        metric(
+            &mut out,
+            "ptslog_mtproto_connections_total",
+            "counter",
+            "MTProto connections accepted.",
+            get(&m.connections_total),
+        );
+        metric(
+            &mut out,
+            "ptslog_mtproto_auth_keys_created_total",
+            "counter",
+            "Auth keys created by the key exchange.",
+            get(&m.auth_keys_created),
+        );
+        metric(
+            &mut out,
+            "ptslog_mtproto_calls_total",
+            "counter",
+            "MTProto RPC calls served.",
+            get(&m.calls),
+        );
+        metric(
+            &mut out,
+            "ptslog_mtproto_call_errors_total",
+            "counter",
+            "MTProto RPC calls answered with rpc_error.",
+            get(&m.call_errors),
+        );
+        metric(&mut out, "ptslog_mtproto_refused_total", "counter", "MTProto connections closed for bad input (malformed frame, unknown key, undecryptable packet, refused handshake step).", get(&m.refused));
+    }
     if let Some(consumer) = &ops.consumer {
         let h = consumer.health();
         metric(

@@ -43,6 +43,7 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", config.http_addr))?;
     tracing::info!(addr = %listener.local_addr()?, "relay serving /metrics and /healthz/relay");
     let router = ops::router(Ops {
+        mtproto: None,
         relay: status,
         consumer: None,
         gateway: None,

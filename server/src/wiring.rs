@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::feed::{sink_kind, Feed};
 use crate::gateway::Gateway;
 use crate::http;
-use crate::mtproto::PublicKeyInfo;
+use crate::mtproto::{MtprotoMetrics, PublicKeyInfo};
 
 /// Connects to Postgres, applies pending migrations and wires the adapters into an [`App`].
 pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
@@ -73,6 +73,8 @@ pub struct Running {
     pub mtproto_key: Arc<OnceLock<PublicKeyInfo>>,
     /// The MTProto listener, once started.
     pub mtproto: Option<(SocketAddr, JoinHandle<()>)>,
+    /// The MTProto front's counters (zero until it starts), shown by `/metrics`.
+    pub mtproto_metrics: Arc<MtprotoMetrics>,
 }
 
 impl Running {
@@ -102,6 +104,7 @@ impl Running {
             self.app.clone(),
             self.gateway.clone(),
             self.pool.clone(),
+            self.mtproto_metrics.clone(),
         )
         .await?;
         let local: SocketAddr = info.address.parse().unwrap_or(addr);
@@ -149,11 +152,13 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         .await
         .with_context(|| format!("binding {}", config.http_addr))?;
     let addr = listener.local_addr()?;
+    let mtproto_metrics = Arc::new(MtprotoMetrics::default());
     let ops = http::ops::Ops {
         relay: relay_status.clone(),
         consumer: consumer_status.clone(),
         gateway: Some(gateway.clone()),
         database: Some(pool.clone()),
+        mtproto: Some(mtproto_metrics.clone()),
     };
     let mtproto_key = Arc::new(OnceLock::new());
     let admin = config
@@ -210,6 +215,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         feed: Feed::default(),
         mtproto_key,
         mtproto: None,
+        mtproto_metrics,
     })
 }
 

@@ -434,6 +434,27 @@ async fn telethon_kurigram_and_gramjs_sign_in_and_chat() {
     }
     assert!(out.lines().any(|l| l == "E2E OK gramjs"), "{out}");
 
+    // What happened shows in /metrics: keys, calls, refused errors and connections.
+    let metrics = reqwest::get(format!("{}/metrics", setup.http()))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics body");
+    let value = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{metrics}"))
+    };
+    assert!(value("ptslog_mtproto_auth_keys_created_total") >= 10);
+    assert!(value("ptslog_mtproto_calls_total") >= 100);
+    assert!(value("ptslog_mtproto_call_errors_total") >= 3);
+    // The unknown key, the oversized frame and the garbage header at least.
+    assert!(value("ptslog_mtproto_refused_total") >= 3);
+    assert!(value("ptslog_mtproto_connections_total") >= 10);
+
     // A restart keeps the server key (data folder) and the client's auth key (Postgres).
     drop(server);
     let mut server = setup.spawn();

@@ -22,6 +22,8 @@ pub struct Ops {
     pub gateway: Option<Arc<Gateway>>,
     /// The database whose `projection_status` /metrics reports (`None` in a relay-only process).
     pub database: Option<PgPool>,
+    /// The MTProto front's counters (`None` in a relay-only process).
+    pub mtproto: Option<Arc<crate::mtproto::MtprotoMetrics>>,
 }
 
 pub fn router(ops: Ops) -> Router {

@@ -18,7 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-use super::{calls, Front};
+use super::{calls, Front, MtprotoMetrics};
 use crate::gateway::DeviceSender;
 
 /// A connection that sends nothing for this long is closed (clients ping every minute or so).
@@ -141,7 +141,10 @@ impl Conn {
                     )
                     .await;
                 let reply = match stored {
-                    Ok(true) => reply,
+                    Ok(true) => {
+                        MtprotoMetrics::inc(&self.front.metrics.auth_keys_created);
+                        reply
+                    }
                     // Another key has this id (a 2^-64 chance, or a replayed exchange).
                     Ok(false) => key.dh_gen_fail(),
                     Err(e) => {
@@ -256,9 +259,13 @@ impl Conn {
                 Action::Send { body, content } => (body, content),
                 Action::Call { msg_id, body } => {
                     self.current_msg_id = msg_id;
+                    MtprotoMetrics::inc(&self.front.metrics.calls);
                     let result = match calls::call(self, &body).await {
                         Ok(bytes) => rpc_result(msg_id, &bytes),
-                        Err(e) => rpc_error(msg_id, e.code, &e.message),
+                        Err(e) => {
+                            MtprotoMetrics::inc(&self.front.metrics.call_errors);
+                            rpc_error(msg_id, e.code, &e.message)
+                        }
                     };
                     (result, true)
                 }
@@ -315,6 +322,11 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
     };
     let mut buf = vec![0u8; 64 * 1024];
     tracing::debug!(%peer, "MTProto connection");
+    MtprotoMetrics::inc(&conn.front.metrics.connections_total);
+    conn.front
+        .metrics
+        .connections
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     'conn: loop {
         let push = async {
             match &mut conn.push_rx {
@@ -330,6 +342,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                 };
                 if let Err(e) = transport.feed(&buf[..n]) {
                     tracing::debug!(%peer, error = %e, "transport refused");
+                    MtprotoMetrics::inc(&conn.front.metrics.refused);
                     break;
                 }
                 loop {
@@ -338,6 +351,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                         Ok(None) => break,
                         Err(e) => {
                             tracing::debug!(%peer, error = %e, "bad frame");
+                            MtprotoMetrics::inc(&conn.front.metrics.refused);
                             break 'conn;
                         }
                     };
@@ -349,6 +363,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                         }
                     }
                     if out.close {
+                        MtprotoMetrics::inc(&conn.front.metrics.refused);
                         break 'conn;
                     }
                 }
@@ -379,6 +394,10 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
         }
     }
     conn.sign_out();
+    conn.front
+        .metrics
+        .connections
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     tracing::debug!(%peer, "MTProto connection closed");
 }
 

@@ -6,6 +6,7 @@
 mod bootstrap;
 mod calls;
 mod connection;
+pub mod metrics;
 mod server_key;
 mod sign_in;
 
@@ -23,6 +24,7 @@ use tokio::task::JoinHandle;
 use crate::config::Config;
 use crate::gateway::Gateway;
 
+pub use metrics::MtprotoMetrics;
 pub use server_key::load_or_create;
 
 /// What `GET /v1/mtproto/public-key` shows: how clients are configured to trust this server.
@@ -50,6 +52,7 @@ pub struct Front {
     pub dev_code: Option<String>,
     /// The address `help.getConfig` announces.
     pub public_addr: SocketAddr,
+    pub metrics: Arc<MtprotoMetrics>,
 }
 
 /// Binds the listener and serves connections until the task is aborted.
@@ -59,6 +62,7 @@ pub async fn start(
     app: App,
     gateway: Arc<Gateway>,
     pool: sqlx::PgPool,
+    metrics: Arc<MtprotoMetrics>,
 ) -> anyhow::Result<(PublicKeyInfo, JoinHandle<()>)> {
     let server_key = load_or_create(&config.mtproto_key_file)?;
     let listener = TcpListener::bind(addr)
@@ -82,6 +86,7 @@ pub async fn start(
         server_key,
         dev_code: config.dev_login_code.clone(),
         public_addr,
+        metrics,
     });
     let task = tokio::spawn(async move {
         loop {
