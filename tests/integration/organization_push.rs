@@ -8,7 +8,7 @@
 #[path = "push/client.rs"]
 mod client;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ptslog_tests::Device;
 use serde_json::{json, Value};
@@ -103,13 +103,7 @@ async fn pushed_users_carry_the_owners_contact_names() {
     let alice_user =
         json!({"_": "inputUser", "user_id": a1.user_id, "access_hash": to_alice["access_hash"]});
     let listener = Socket::connect(&base, &a2.token, true).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while running.relay_status.role() != infrastructure::relay::Role::Leader
-        || running.relay_status.health().sessions_started == 0
-    {
-        assert!(Instant::now() < deadline, "relay not streaming");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    ptslog_tests::wait_relay_streaming(&running.relay_status, Duration::from_secs(240)).await;
 
     // Every push to A2 below is one event of Alice's log that A2 did not cause.
     let mut seen = 0;

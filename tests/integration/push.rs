@@ -527,15 +527,7 @@ async fn a_device_that_cannot_keep_up_gets_updates_too_long() {
     let slow = slow_device(&base, &bob.token).await;
     let fast = Socket::connect(&base, &bob.token, true).await;
     // As in the scenario: creating the slot waits for other tests' transactions in progress.
-    let nudge = setup::SnapshotNudge::start();
-    let deadline = Instant::now() + Duration::from_secs(240);
-    while running.relay_status.role() != infrastructure::relay::Role::Leader
-        || running.relay_status.health().sessions_started == 0
-    {
-        assert!(Instant::now() < deadline, "relay not streaming");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    drop(nudge);
+    ptslog_tests::wait_relay_streaming(&running.relay_status, Duration::from_secs(240)).await;
     // Big messages fill the kernel's socket buffers quickly.
     let text = "x".repeat(4000);
     let alice = Arc::new(alice);

@@ -114,12 +114,35 @@ async fn drop_stale_databases(admin: &mut PgConnection, now: u64) {
     }
 }
 
+/// Drops a test database, and with it any replication slot of a relay the test started.
+///
+/// `WITH (FORCE)` ends ordinary sessions but not a relay's replication session, and Postgres refuses
+/// to drop a database whose slot is in use; a left-over database keeps its slot, and slots are few
+/// (`max_replication_slots`). So end those sessions first, and retry while they wind down.
 pub async fn drop_database(name: &str) {
-    if let Ok(mut admin) = PgConnection::connect(&admin_url()).await {
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    let Ok(mut admin) = PgConnection::connect(&admin_url()).await else {
+        return;
+    };
+    let mut last_error = None;
+    for _ in 0..40 {
+        let _ = sqlx::query(
+            "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots \
+             WHERE database = $1 AND active_pid IS NOT NULL",
+        )
+        .bind(name)
+        .execute(&mut admin)
+        .await;
+        let dropped = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             .execute(&mut admin)
             .await;
+        match dropped {
+            Ok(_) => return,
+            Err(e) => last_error = Some(e),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
+    // Not fatal: the harness drops left-over databases an hour later.
+    eprintln!("could not drop the test database {name}: {last_error:?}");
 }
 
 /// Settings for a test server on a fresh database: a free port, its own Redis key prefix, and no
@@ -288,4 +311,53 @@ pub fn with_admin(config: &mut Config, separate: bool) {
 
 pub fn self_peer() -> Value {
     json!({"_": "inputPeerSelf"})
+}
+
+/// Speeds up the creation of a logical replication slot while a test waits for a relay to stream.
+///
+/// Postgres builds a new slot's starting snapshot from "running transactions" WAL records, and
+/// needs up to three of them, each after the transactions the previous one saw have ended. Without
+/// help they come every 15 s from the background writer, so in a busy suite a slot takes a minute
+/// or more. Each CHECKPOINT writes one at once. A test aid only: the relay itself never does this,
+/// since a production slot is created once.
+pub struct SnapshotNudge(tokio::task::JoinHandle<()>);
+
+impl SnapshotNudge {
+    pub fn start() -> Self {
+        SnapshotNudge(tokio::spawn(async {
+            loop {
+                if let Ok(mut admin) = PgConnection::connect(&admin_url()).await {
+                    let _ = sqlx::query("CHECKPOINT").execute(&mut admin).await;
+                    let _ = admin.close().await;
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }))
+    }
+}
+
+impl Drop for SnapshotNudge {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Waits until an in-process relay streams its replication feed (creating its slot on first
+/// start), speeding that up with [`SnapshotNudge`]; panics after `timeout`.
+pub async fn wait_relay_streaming(
+    status: &infrastructure::relay::RelayStatus,
+    timeout: std::time::Duration,
+) {
+    let _nudge = SnapshotNudge::start();
+    let deadline = std::time::Instant::now() + timeout;
+    while status.role() != infrastructure::relay::Role::Leader
+        || status.health().sessions_started == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "relay not streaming within {timeout:?}: {:?}",
+            status.health()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

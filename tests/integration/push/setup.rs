@@ -6,10 +6,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ptslog_server::wiring::Running;
-use ptslog_tests::{admin_url, database_url, drop_database, fresh_database, test_config, Device};
+use ptslog_tests::{database_url, drop_database, fresh_database, test_config, Device};
 use serde_json::{json, Value};
 use sqlx::postgres::PgPoolOptions;
-use sqlx::Connection;
 use sqlx::PgPool;
 
 use super::broker::Broker;
@@ -174,7 +173,7 @@ impl System {
 
     /// Waits until the relay streams (and, with Kafka, the consumer has its partitions).
     pub async fn wait_ready(&self, timeout: Duration) {
-        let _nudge = SnapshotNudge::start();
+        let _nudge = ptslog_tests::SnapshotNudge::start();
         let deadline = Instant::now() + timeout;
         let relay_base = match self.mode {
             Mode::InProcess => self.base.clone(),
@@ -219,38 +218,8 @@ impl System {
         if let Some(mut broker) = self.broker.take() {
             broker.stop();
         }
-        // DROP DATABASE refuses while a replication session holds the slot: wait for it to end.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let active: Option<bool> =
-                sqlx::query_scalar("SELECT active FROM pg_replication_slots WHERE slot_name = $1")
-                    .bind(&self.slot)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .unwrap_or(None);
-            if active != Some(true) || Instant::now() > deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
         self.pool.close().await;
-        // A replication session that is just ending still counts as active: try for a while, and
-        // say so if the database stays (the harness drops leftovers an hour later, slot included).
-        let mut last_error = None;
-        for _ in 0..20 {
-            let dropped = async {
-                let mut admin = sqlx::PgConnection::connect(&admin_url()).await?;
-                sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db))
-                    .execute(&mut admin)
-                    .await
-            };
-            match dropped.await {
-                Ok(_) => return,
-                Err(e) => last_error = Some(e),
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        eprintln!("could not drop {}: {last_error:?}", self.db);
+        // Ends the relay's replication session if it lingers, then drops the database and its slot.
         drop_database(&self.db).await;
     }
 }
@@ -261,34 +230,5 @@ impl Drop for System {
             let _ = child.kill();
             let _ = child.wait();
         }
-    }
-}
-
-/// Speeds up the creation of a logical replication slot while a test waits for a relay to stream.
-///
-/// Postgres builds a new slot's starting snapshot from "running transactions" WAL records, and
-/// needs up to three of them, each after the transactions the previous one saw have ended. Without
-/// help they come every 15 s from the background writer, so in a busy suite a slot takes a minute
-/// or more. Each CHECKPOINT writes one at once. A test aid only: the relay itself never does this,
-/// since a production slot is created once.
-pub struct SnapshotNudge(tokio::task::JoinHandle<()>);
-
-impl SnapshotNudge {
-    pub fn start() -> Self {
-        SnapshotNudge(tokio::spawn(async {
-            loop {
-                if let Ok(mut admin) = sqlx::PgConnection::connect(&admin_url()).await {
-                    let _ = sqlx::query("CHECKPOINT").execute(&mut admin).await;
-                    let _ = admin.close().await;
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }))
-    }
-}
-
-impl Drop for SnapshotNudge {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
