@@ -57,7 +57,7 @@ async function signUp(c, phone, firstName) {
 }
 
 async function waitFor(pred, what) {
-  for (let i = 0; i < 150; i++) {
+  for (let i = 0; i < 300; i++) {
     if (pred()) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -67,9 +67,9 @@ async function waitFor(pred, what) {
 // GramJS gives up on a failed connection without settling the pending calls, and node would then
 // exit 0 on an empty event loop: keep it alive and fail loudly instead.
 const watchdog = setTimeout(() => {
-  console.log("FAILED: no result within 90 s");
+  console.log("FAILED: no result within 180 s");
   process.exit(1);
-}, 90000);
+}, 180000);
 
 (async () => {
   const info = await (await fetch(`${HTTP}/v1/mtproto/public-key`)).json();

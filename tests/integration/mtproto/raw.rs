@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 
 use super::Setup;
 
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = Duration::from_secs(30);
 
 fn now_ms() -> i64 {
     SystemTime::now()
