@@ -10,7 +10,14 @@ pub struct StoredAuthKey {
     pub server_salt: i64,
     /// `(user_id, authorization id)`; for a bound temporary key, its permanent key's.
     pub signed_in: Option<(i64, i64)>,
-    pub temporary: bool,
+    /// When a temporary key stops working (unix seconds); `None` for a permanent key.
+    pub expires_at: Option<i64>,
+}
+
+impl StoredAuthKey {
+    pub fn temporary(&self) -> bool {
+        self.expires_at.is_some()
+    }
 }
 
 #[derive(Clone)]
@@ -51,8 +58,9 @@ impl PgMtprotoKeys {
 
     /// The key with this id, unless it expired.
     pub async fn load(&self, auth_key_id: i64) -> Result<Option<StoredAuthKey>> {
-        let row: Option<(Vec<u8>, i64, Option<i64>, Option<i64>, bool)> = sqlx::query_as(
-            "SELECT k.auth_key, k.server_salt, a.user_id, a.auth_key_id, k.expires_at IS NOT NULL \
+        let row: Option<(Vec<u8>, i64, Option<i64>, Option<i64>, Option<i64>)> = sqlx::query_as(
+            "SELECT k.auth_key, k.server_salt, a.user_id, a.auth_key_id, \
+                    floor(extract(epoch FROM k.expires_at))::bigint \
              FROM mtproto_auth_keys k \
              LEFT JOIN mtproto_auth_keys p ON p.auth_key_id = k.perm_auth_key_id \
              LEFT JOIN authorizations a \
@@ -63,11 +71,11 @@ impl PgMtprotoKeys {
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.map(
-            |(auth_key, server_salt, user, authz, temporary)| StoredAuthKey {
+            |(auth_key, server_salt, user, authz, expires_at)| StoredAuthKey {
                 auth_key,
                 server_salt,
                 signed_in: user.zip(authz),
-                temporary,
+                expires_at,
             },
         ))
     }

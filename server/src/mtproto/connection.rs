@@ -37,6 +37,8 @@ pub fn now_ms() -> i64 {
 pub(super) struct ConnKey {
     pub auth_key: AuthKey,
     pub salt: i64,
+    /// A temporary key's end (unix seconds): past it the key is unknown, as after a restart.
+    pub expires_at: Option<i64>,
 }
 
 /// The state of one connection, shared with the call handlers.
@@ -187,6 +189,7 @@ impl Conn {
         self.key = Some(ConnKey {
             auth_key,
             salt: stored.server_salt,
+            expires_at: stored.expires_at,
         });
         if let Some((user, authz)) = stored.signed_in {
             if let Ok(user_id) = UserId::new(user) {
@@ -206,7 +209,12 @@ impl Conn {
             return Ok(());
         };
         let session = self.session.as_ref().map(|s| s.id).unwrap_or(0);
-        if let Some((user, authz)) = self.front.keys.load(id).await?.and_then(|k| k.signed_in) {
+        let stored = self.front.keys.load(id).await?;
+        if let Some(key) = &mut self.key {
+            // Binding can shorten the expiry (to the binding's expires_at).
+            key.expires_at = stored.as_ref().and_then(|k| k.expires_at);
+        }
+        if let Some((user, authz)) = stored.and_then(|k| k.signed_in) {
             if let Ok(user_id) = UserId::new(user) {
                 self.sign_in(Caller {
                     user_id,
@@ -219,7 +227,13 @@ impl Conn {
     }
 
     async fn encrypted(&mut self, id: i64, packet: &[u8]) -> Out {
-        if self.load_key(id).await.is_err() {
+        let expired = self
+            .key
+            .as_ref()
+            .filter(|k| k.auth_key.id() == id)
+            .and_then(|k| k.expires_at)
+            .is_some_and(|at| at <= now_ms() / 1000);
+        if expired || self.load_key(id).await.is_err() {
             return Out {
                 payloads: vec![UNKNOWN_KEY.to_le_bytes().to_vec()],
                 close: true,

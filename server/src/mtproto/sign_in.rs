@@ -153,7 +153,7 @@ async fn bind_temp_auth_key(conn: &mut Conn, request: &Value) -> Result<Value, C
         .load(perm_id)
         .await
         .map_err(storage)?
-        .filter(|k| !k.temporary)
+        .filter(|k| !k.temporary())
         .and_then(|k| AuthKey::from_slice(&k.auth_key))
         .ok_or_else(|| CallError::new(400, "PERM_AUTH_KEY_INVALID"))?;
     let m = decrypt_v1(&perm, &message).map_err(|_| invalid())?;

@@ -416,6 +416,19 @@ pub(super) async fn protocol_checks(setup: &Setup, key_info: &Value) {
         .expect("closed in time");
     assert!(matches!(n, Ok(0) | Err(_)));
 
+    // A temporary key stops working when it expires, even on a connection that is using it.
+    let mut conn = Conn::open(port, Kind::Intermediate, false).await;
+    let (short, short_salt) = conn.handshake(&key, RsaEncoding::Old, Some(5)).await;
+    let mut t = Session::new(conn, short, short_salt);
+    let dc = t.call(json!({"_": "help.getNearestDc"})).await;
+    assert_eq!(dc.expect("served before expiry")["_"], "nearestDc");
+    tokio::time::sleep(Duration::from_millis(6100)).await;
+    let id = t.conn.msg_id();
+    let packet = t.packet(id, short_salt, &ping(6));
+    t.conn.send(&packet).await;
+    assert_eq!(t.conn.recv().await, Some((-404i32).to_le_bytes().to_vec()));
+    assert_eq!(t.conn.recv().await, None);
+
     // Through all that, the first connection is still served.
     let again = s
         .call(json!({"_": "users.getUsers", "id": [{"_": "inputUserSelf"}]}))
