@@ -6,6 +6,7 @@
 mod bootstrap;
 mod calls;
 mod connection;
+pub mod login_codes;
 pub mod metrics;
 mod server_key;
 mod sign_in;
@@ -24,6 +25,7 @@ use tokio::task::JoinHandle;
 use crate::config::Config;
 use crate::gateway::Gateway;
 
+pub use login_codes::{DevCode, LoginCodes};
 pub use metrics::MtprotoMetrics;
 pub use server_key::load_or_create;
 
@@ -48,8 +50,9 @@ pub struct Front {
     pub gateway: Arc<Gateway>,
     pub keys: PgMtprotoKeys,
     pub server_key: ServerKey,
-    /// The code sign-in accepts (`None`: development sign-in is off; see [`sign_in`]).
-    pub dev_code: Option<String>,
+    /// Where sign-in codes come from (`None`: development sign-in is off and no provider is
+    /// configured; auth.sendCode answers PHONE_CODE_PROVIDER_MISSING).
+    pub codes: Option<Arc<dyn LoginCodes>>,
     /// The address `help.getConfig` announces.
     pub public_addr: SocketAddr,
     pub metrics: Arc<MtprotoMetrics>,
@@ -84,7 +87,10 @@ pub async fn start(
         gateway,
         keys: PgMtprotoKeys::new(pool),
         server_key,
-        dev_code: config.dev_login_code.clone(),
+        codes: config
+            .dev_login_code
+            .clone()
+            .map(|c| Arc::new(DevCode(c)) as Arc<dyn LoginCodes>),
         public_addr,
         metrics,
     });

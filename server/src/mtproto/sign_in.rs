@@ -2,11 +2,10 @@
 //! `POST /v1/auth/login` (the same phone is the same account; each signed-in auth key is a
 //! device with its own authorization).
 //!
-//! Codes: while development sign-in is on (`PTSLOG_DEV_LOGIN`), the code is
-//! `PTSLOG_DEV_LOGIN_CODE` (default 12345) for every phone. A real code provider plugs in at
-//! [`send_code`] (deliver a code and remember it under the phone_code_hash) and [`code_ok`]
-//! (compare); with development sign-in off and no provider, auth.sendCode answers
-//! `PHONE_CODE_PROVIDER_MISSING` (docs/mtproto.md).
+//! Codes come from the front's [`LoginCodes`](super::LoginCodes) provider: while development
+//! sign-in is on (`PTSLOG_DEV_LOGIN`), the code is `PTSLOG_DEV_LOGIN_CODE` (default 12345) for
+//! every phone; with it off and no provider, auth.sendCode answers `PHONE_CODE_PROVIDER_MISSING`
+//! (docs/mtproto.md).
 
 use application::commands::login::{normalize_phone, Login};
 use application::tl::RpcError;
@@ -39,19 +38,26 @@ fn code_hash(conn: &Conn, phone: &str) -> String {
     hex::encode(&sha256(&[b"ptslog-code", &secret, phone.as_bytes()])[..10])
 }
 
-fn send_code(conn: &Conn, phone: &str) -> Result<Value, CallError> {
-    let Some(code) = &conn.front.dev_code else {
+async fn send_code(conn: &Conn, phone: &str) -> Result<Value, CallError> {
+    let Some(codes) = &conn.front.codes else {
         return Err(CallError::new(400, "PHONE_CODE_PROVIDER_MISSING"));
     };
+    let length = codes
+        .send(phone)
+        .await
+        .map_err(|e| CallError::new(400, e))?;
     Ok(json!({
         "_": "auth.sentCode",
-        "type": {"_": "auth.sentCodeTypeApp", "length": code.chars().count()},
+        "type": {"_": "auth.sentCodeTypeApp", "length": length},
         "phone_code_hash": code_hash(conn, phone),
     }))
 }
 
-fn code_ok(conn: &Conn, code: &str) -> bool {
-    conn.front.dev_code.as_deref() == Some(code)
+async fn code_ok(conn: &Conn, phone: &str, code: &str) -> bool {
+    match &conn.front.codes {
+        Some(codes) => codes.check(phone, code).await,
+        None => false,
+    }
 }
 
 fn check_hash(conn: &Conn, phone: &str, request: &Value) -> Result<(), CallError> {
@@ -66,7 +72,7 @@ pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result
     match name {
         "auth.sendCode" | "auth.resendCode" => {
             let phone = phone(request)?;
-            send_code(conn, &phone)
+            send_code(conn, &phone).await
         }
         "auth.cancelCode" => Ok(json!(true)),
         "auth.signIn" => {
@@ -76,7 +82,7 @@ pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result
             if code.is_empty() {
                 return Err(CallError::new(400, "PHONE_CODE_EMPTY"));
             }
-            if !code_ok(conn, code) {
+            if !code_ok(conn, &phone, code).await {
                 return Err(CallError::new(400, "PHONE_CODE_INVALID"));
             }
             if !conn
