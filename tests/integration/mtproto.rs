@@ -180,6 +180,52 @@ impl Setup {
         format!("http://127.0.0.1:{}", self.http_port)
     }
 
+    /// A second server on the same database and key, as production runs it: development sign-in
+    /// off, no relay. Answers it and its (HTTP, MTProto) ports once it serves.
+    async fn spawn_production(&self) -> (Server, u16, u16) {
+        let (http_port, mt_port) = (free_port(), free_low_port());
+        let mut server = Server(
+            Command::new(&self.bin)
+                .arg("serve")
+                .env_remove("PTSLOG_CONFIG")
+                .env("DATABASE_URL", database_url(&self.db))
+                .env("REDIS_URL", redis_url())
+                .env("PTSLOG_HTTP_ADDR", format!("127.0.0.1:{http_port}"))
+                .env("PTSLOG_MTPROTO_ADDR", format!("127.0.0.1:{mt_port}"))
+                .env("PTSLOG_DATA_DIR", &self.data_dir)
+                .env("PTSLOG_DEV_LOGIN", "false")
+                .env("PTSLOG_RELAY", "off")
+                .env("PTSLOG_DB_MAX_CONNECTIONS", "4")
+                .env("RUST_LOG", "warn")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawning ptslog serve"),
+        );
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = server.0.try_wait().expect("child status") {
+                panic!("ptslog serve (production) exited early: {status}");
+            }
+            let up = http
+                .get(format!(
+                    "http://127.0.0.1:{http_port}/v1/mtproto/public-key"
+                ))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200);
+            if up {
+                return (server, http_port, mt_port);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "production server not up within 120 s"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Healthy, the MTProto key published, and the relay streaming (live updates need it).
     async fn wait_ready(&self, server: &mut Server) -> Value {
         let http = reqwest::Client::new();

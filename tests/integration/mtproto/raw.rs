@@ -429,6 +429,27 @@ pub(super) async fn protocol_checks(setup: &Setup, key_info: &Value) {
     assert_eq!(t.conn.recv().await, Some((-404i32).to_le_bytes().to_vec()));
     assert_eq!(t.conn.recv().await, None);
 
+    // With development sign-in off (production) there is no code provider: sendCode says so,
+    // and a key made on the other instance (same database, same key file) is known here.
+    let (_prod, _, prod_port) = setup.spawn_production().await;
+    let mut q = Session::new(
+        Conn::open(prod_port, Kind::Abridged, false).await,
+        perm.clone(),
+        perm_salt,
+    );
+    let sent = q
+        .call(init(
+            json!({"_": "auth.sendCode", "phone_number": "+15559990003", "api_id": 1,
+            "api_hash": "x", "settings": {"_": "codeSettings"}}),
+        ))
+        .await;
+    assert_eq!(sent, Err("PHONE_CODE_PROVIDER_MISSING".to_string()));
+    let users = q
+        .call(json!({"_": "users.getUsers", "id": [{"_": "inputUserSelf"}]}))
+        .await
+        .expect("the permanent key is signed in on this instance too");
+    assert_eq!(users[0]["first_name"], "Raw");
+
     // Through all that, the first connection is still served.
     let again = s
         .call(json!({"_": "users.getUsers", "id": [{"_": "inputUserSelf"}]}))
