@@ -861,8 +861,9 @@ async fn ctrl_c_aborts_the_cli_rebuild() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    // The shell's own kill: no procps needed.
+    let killed = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
         .status()
         .expect("kill -INT");
     assert!(killed.success());
