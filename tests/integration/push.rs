@@ -163,7 +163,8 @@ async fn scenario(mode: Mode, broker: Option<Broker>) {
         bob,
         &bob_peer,
         &alice_peer,
-        Duration::from_secs(60),
+        // Joining the consumer group and the first fetches can take long on a loaded machine.
+        Duration::from_secs(180),
     )
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
