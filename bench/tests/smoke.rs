@@ -51,6 +51,7 @@ async fn quick_run_has_every_phase_and_stays_correct() {
         "send_http_c2",
         "pgbench_c2",
         "send_open_loop",
+        "latency_half_max",
         "mixed",
         "scale_1k",
         "scale_3k",
