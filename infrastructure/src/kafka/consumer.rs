@@ -1,7 +1,7 @@
 //! A gateway's consumer: reads every partition of the topic and hands each record to the local
 //! fanout, which keeps only those of accounts with devices on this instance.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use super::config::KafkaConfig;
 use super::context::ConsumerCtx;
+use super::topic::ensure_topic;
 use crate::relay::BrokerState;
 
 #[derive(Debug, Default)]
@@ -23,6 +24,8 @@ pub struct ConsumerStatus {
     records: AtomicU64,
     bad_records: AtomicU64,
     errors: AtomicU64,
+    /// Set when librdkafka reports every broker down; the consumer session then ends.
+    all_brokers_down: AtomicBool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -38,6 +41,10 @@ pub struct ConsumerHealth {
 impl ConsumerStatus {
     pub(super) fn assigned(&self, partitions: usize) {
         self.partitions.store(partitions, Ordering::Relaxed);
+    }
+
+    pub(super) fn all_brokers_down(&self) {
+        self.all_brokers_down.store(true, Ordering::Relaxed);
     }
 
     pub(super) fn set_broker(&self, state: BrokerState) {
@@ -68,28 +75,91 @@ impl ConsumerStatus {
     }
 }
 
-/// Consumes until `shutdown` turns true. Broker outages are waited out (librdkafka reconnects).
+/// How long the consumer waits between checks that the broker is back.
+const BROKER_RETRY: Duration = Duration::from_millis(500);
+/// How often the consumer looks at the broker state its context reports.
+const BROKER_CHECK: Duration = Duration::from_millis(100);
+
+/// Why one consumer session ended.
+enum SessionEnd {
+    Shutdown,
+    BrokerLost,
+}
+
+/// Consumes the topic into `handler` until `shutdown`, one consumer per broker session.
+///
+/// When the broker becomes unreachable the consumer is closed, and a new one (a new group, from
+/// the end of the log) is made once the broker answers again with the topic. Records committed in
+/// between are not pushed; devices learn them with `updates.getDifference` at their next gap, as
+/// after any missed push. Keeping the old consumer across a broker restart is also a hazard: it
+/// fetches with the topic id it knew, and a broker that lost its state (as tansu's memory engine
+/// does) answers with leader-change tags on a zero topic id, on which librdkafka 2.12.1 crashes the
+/// process (`rd_kafka_metadata_update_op` looks the topic up by a null name).
 pub async fn run_consumer(
     config: KafkaConfig,
     handler: Arc<dyn RecordHandler>,
     status: Arc<ConsumerStatus>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), String> {
-    let instance = format!("{:016x}", rand::thread_rng().gen::<u64>());
-    let consumer: StreamConsumer<ConsumerCtx> = config
-        .consumer(&instance)
-        .create_with_context(ConsumerCtx {
-            status: status.clone(),
-        })
-        .map_err(|e| format!("creating the Kafka consumer: {e}"))?;
-    consumer
-        .subscribe(&[&config.topic])
-        .map_err(|e| format!("subscribing to {}: {e}", config.topic))?;
-    tracing::info!(topic = %config.topic, group = %format!("{}-{}", config.group, instance), "consuming log records");
+    loop {
+        let instance = format!("{:016x}", rand::thread_rng().gen::<u64>());
+        let consumer: StreamConsumer<ConsumerCtx> = config
+            .consumer(&instance)
+            .create_with_context(ConsumerCtx {
+                status: status.clone(),
+            })
+            .map_err(|e| format!("creating the Kafka consumer: {e}"))?;
+        consumer
+            .subscribe(&[&config.topic])
+            .map_err(|e| format!("subscribing to {}: {e}", config.topic))?;
+        tracing::info!(topic = %config.topic, group = %format!("{}-{}", config.group, instance), "consuming log records");
+        let end = consume(&consumer, &*handler, &status, &mut shutdown).await;
+        status.assigned(0);
+        // Closing may wait on a broker that is gone; it must not hold up the runtime.
+        let closing = tokio::task::spawn_blocking(move || {
+            consumer.unsubscribe();
+            drop(consumer);
+        });
+        match end {
+            SessionEnd::Shutdown => {
+                let _ = closing.await;
+                return Ok(());
+            }
+            SessionEnd::BrokerLost => {
+                tracing::warn!("the Kafka broker is unreachable; the consumer waits for it");
+                let _ = closing.await;
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(BROKER_RETRY) => {}
+                        _ = crate::relay::leader::stopped(&mut shutdown) => return Ok(()),
+                    }
+                    if ensure_topic(&config).await.is_ok() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One consumer session: records to the handler until shutdown or until the broker is lost.
+async fn consume(
+    consumer: &StreamConsumer<ConsumerCtx>,
+    handler: &dyn RecordHandler,
+    status: &ConsumerStatus,
+    shutdown: &mut watch::Receiver<bool>,
+) -> SessionEnd {
+    let mut check = tokio::time::interval(BROKER_CHECK);
     loop {
         let message = tokio::select! {
             m = consumer.recv() => m,
-            _ = crate::relay::leader::stopped(&mut shutdown) => break,
+            _ = check.tick() => {
+                if status.all_brokers_down.swap(false, Ordering::Relaxed) {
+                    return SessionEnd::BrokerLost;
+                }
+                continue;
+            }
+            _ = crate::relay::leader::stopped(shutdown) => return SessionEnd::Shutdown,
         };
         match message {
             Ok(m) => {
@@ -102,7 +172,6 @@ pub async fn run_consumer(
                 match LogRecord::from_json(payload) {
                     Ok(record) => handler.handle(std::slice::from_ref(&record)).await,
                     Err(e) => {
-                        // Skipped records show up to devices as a pts gap, which getDifference fills.
                         status.bad_records.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(error = %e, partition = m.partition(), offset = m.offset(), "skipping a record");
                     }
@@ -115,6 +184,4 @@ pub async fn run_consumer(
             }
         }
     }
-    consumer.unsubscribe();
-    Ok(())
 }

@@ -78,6 +78,9 @@ impl ClientContext for ConsumerCtx {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
+            self.status.all_brokers_down();
+        }
         if broker_unreachable(&error) {
             self.status.set_broker(BrokerState::Down);
             tracing::debug!(target: "librdkafka", %error, reason, "consumer cannot reach the broker");
