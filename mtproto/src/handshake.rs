@@ -266,7 +266,9 @@ impl Handshake {
         let mut r = Reader::new(body);
         let id = r.u32()?;
         match (id, &self.state) {
-            (REQ_PQ | REQ_PQ_MULTI, _) => {
+            // Only where an exchange starts: mid-exchange it would throw away the state the
+            // client's next step depends on (and make the server redo pq for nothing).
+            (REQ_PQ | REQ_PQ_MULTI, State::Start) => {
                 let nonce: [u8; 16] = r.array()?;
                 let server_nonce: [u8; 16] = random();
                 let pq = PqPair::generate();
@@ -436,7 +438,10 @@ mod tests {
     }
 
     fn exchange(key: &ServerKey, old: bool) -> (NewKey, [u8; 256]) {
-        let mut hs = Handshake::default();
+        finish(key, &mut Handshake::default(), old)
+    }
+
+    fn finish(key: &ServerKey, hs: &mut Handshake, old: bool) -> (NewKey, [u8; 256]) {
         let nonce: [u8; 16] = random();
         let mut w = Writer::new();
         w.u32(REQ_PQ_MULTI).raw(&nonce);
@@ -530,6 +535,39 @@ mod tests {
         assert!(key
             .public_pem()
             .starts_with("-----BEGIN RSA PUBLIC KEY-----"));
+    }
+
+    #[test]
+    fn req_pq_is_accepted_only_where_an_exchange_starts() {
+        let key = ServerKey::generate().unwrap();
+        let req_pq = |id: u32| {
+            let mut w = Writer::new();
+            w.u32(id).raw(&[1; 16]);
+            w.buf
+        };
+        for (first, again) in [
+            (REQ_PQ, REQ_PQ),
+            (REQ_PQ_MULTI, REQ_PQ),
+            (REQ_PQ, REQ_PQ_MULTI),
+        ] {
+            let mut hs = Handshake::default();
+            assert!(matches!(
+                hs.handle(&key, &req_pq(first), 0),
+                Ok(Step::Reply(_))
+            ));
+            assert_eq!(
+                hs.handle(&key, &req_pq(again), 0).unwrap_err(),
+                HandshakeError::Unexpected(again)
+            );
+        }
+        // After a finished exchange another one may start on the same connection (TDesktop
+        // creates its permanent and temporary keys one after the other).
+        let mut hs = Handshake::default();
+        finish(&key, &mut hs, false);
+        assert!(matches!(
+            hs.handle(&key, &req_pq(REQ_PQ_MULTI), 0),
+            Ok(Step::Reply(_))
+        ));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 pub mod client;
 pub mod crypto;
 pub mod handshake;
+pub mod replay;
 pub mod service;
 pub mod session;
 pub mod tl;

@@ -4,6 +4,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::io::Write;
 
+use crate::crypto::FutureSalt;
 use crate::tl::{Writer, GZIP_PACKED};
 
 pub const MSG_CONTAINER: u32 = 0x73f1f8dc;
@@ -92,15 +93,15 @@ pub fn pong(msg_id: i64, ping_id: i64) -> Vec<u8> {
     w.buf
 }
 
-/// `future_salts`: the same salt for `num` consecutive 30-minute windows (salts here are per auth
-/// key and do not rotate, see docs/mtproto.md).
-pub fn future_salts(req_msg_id: i64, now: i32, salt: i64, num: i32) -> Vec<u8> {
-    let num = num.clamp(1, 64);
+/// `future_salts` (a bare vector of `future_salt`: valid_since, valid_until, salt).
+pub fn future_salts(req_msg_id: i64, now: i32, salts: &[FutureSalt]) -> Vec<u8> {
     let mut w = Writer::new();
-    w.u32(FUTURE_SALTS).i64(req_msg_id).i32(now).i32(num);
-    for i in 0..num {
-        let since = now.saturating_add(i * 1800);
-        w.i32(since).i32(since.saturating_add(1800)).i64(salt);
+    w.u32(FUTURE_SALTS)
+        .i64(req_msg_id)
+        .i32(now)
+        .i32(salts.len() as i32);
+    for s in salts {
+        w.i32(s.valid_since).i32(s.valid_until).i64(s.salt);
     }
     w.buf
 }

@@ -5,11 +5,10 @@
 //! (ping, get_future_salts, destroy_session, msgs_state_req, …) and hands every other object to
 //! the caller as a [`Action::Call`], whose answer goes back with [`Session::pack`].
 
-use std::collections::VecDeque;
-
 use rand::{Rng, RngCore};
 
-use crate::crypto::{ige_decrypt, ige_encrypt, AuthKey, Side};
+use crate::crypto::{ige_decrypt, ige_encrypt, AuthKey, ServerSalts, Side};
+use crate::replay::{Seen, SeenIds};
 use crate::service::*;
 use crate::tl::{gunzip, Reader, TlError, Writer, GZIP_PACKED};
 
@@ -17,8 +16,6 @@ use crate::tl::{gunzip, Reader, TlError, Writer, GZIP_PACKED};
 const MAX_PAST: i64 = 300;
 /// … or this far in the future.
 const MAX_FUTURE: i64 = 30;
-/// Client msg_ids remembered per session to drop replays.
-const REMEMBERED: usize = 1000;
 
 /// A decrypted client message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,11 +168,12 @@ pub enum Action {
 #[derive(Debug)]
 pub struct Session {
     pub id: i64,
-    /// The server salt this key uses.
-    pub salt: i64,
+    /// The server salts this key accepts over time.
+    salts: ServerSalts,
     last_msg_id: i64,
     content_sent: i32,
-    seen: VecDeque<i64>,
+    /// The client msg_ids served, shared by every connection of this key and session.
+    seen: SeenIds,
     announced: bool,
 }
 
@@ -199,15 +197,26 @@ fn expected_parity(id: u32) -> Option<bool> {
 }
 
 impl Session {
+    /// A session with a fixed salt whose seen msg_ids are its own.
     pub fn new(id: i64, salt: i64) -> Self {
+        Self::shared(id, ServerSalts::fixed(salt), SeenIds::private())
+    }
+
+    /// A session with rotating `salts` and the msg_ids every connection of it has seen.
+    pub fn shared(id: i64, salts: ServerSalts, seen: SeenIds) -> Self {
         Self {
             id,
-            salt,
+            salts,
             last_msg_id: 0,
             content_sent: 0,
-            seen: VecDeque::new(),
+            seen,
             announced: false,
         }
+    }
+
+    /// The server salt at `now_ms`.
+    pub fn salt(&self, now_ms: i64) -> i64 {
+        self.salts.current(now_ms / 1000)
     }
 
     /// A server msg_id: time-based, increasing, ≡ 1 (mod 4) for responses, 3 otherwise.
@@ -247,7 +256,7 @@ impl Session {
             key,
             Side::Server,
             &Plain {
-                salt: self.salt,
+                salt: self.salt(now_ms),
                 session_id: self.id,
                 msg_id,
                 seq_no,
@@ -256,15 +265,10 @@ impl Session {
         )
     }
 
+    /// Whether `msg_id` is new to this session (on any connection); a replay, or an id too old
+    /// to tell from one, is not.
     fn remember(&mut self, msg_id: i64) -> bool {
-        if self.seen.contains(&msg_id) {
-            return false;
-        }
-        if self.seen.len() == REMEMBERED {
-            self.seen.pop_front();
-        }
-        self.seen.push_back(msg_id);
-        true
+        self.seen.insert(msg_id) == Seen::Fresh
     }
 
     /// Checks and unwraps one decrypted message.
@@ -273,7 +277,7 @@ impl Session {
         if !self.announced {
             self.announced = true;
             out.push(Action::Send {
-                body: new_session_created(m.msg_id, rand::random(), self.salt),
+                body: new_session_created(m.msg_id, rand::random(), self.salt(now_ms)),
                 content: true,
             });
         }
@@ -284,9 +288,9 @@ impl Session {
             });
             return out;
         }
-        if m.salt != self.salt {
+        if !self.salts.accepts(m.salt, now_ms / 1000) {
             out.push(Action::Send {
-                body: bad_server_salt(m.msg_id, m.seq_no, self.salt),
+                body: bad_server_salt(m.msg_id, m.seq_no, self.salt(now_ms)),
                 content: false,
             });
             return out;
@@ -365,7 +369,11 @@ impl Session {
                 GET_FUTURE_SALTS => {
                     let num = r.i32()?;
                     out.push(Action::Send {
-                        body: future_salts(msg_id, (now_ms / 1000) as i32, self.salt, num),
+                        body: future_salts(
+                            msg_id,
+                            (now_ms / 1000) as i32,
+                            &self.salts.future(now_ms / 1000, num),
+                        ),
                         content: true,
                     });
                 }
@@ -614,6 +622,104 @@ mod tests {
                 body: call(7)
             }
         );
+    }
+
+    #[test]
+    fn a_replay_on_another_connection_of_the_same_key_is_dropped() {
+        let cache = std::sync::Arc::new(crate::replay::ReplayCache::default());
+        let salts = ServerSalts::fixed(5);
+        let packet = client_msg(5, msg_id(0, 1), 1, call(1));
+        let m = decrypt(&key(), &packet).unwrap();
+        // The first connection serves it ...
+        let mut first = Session::shared(42, salts.clone(), cache.session(key().id(), 42));
+        assert!(first
+            .receive(&m, NOW)
+            .iter()
+            .any(|a| matches!(a, Action::Call { .. })));
+        // ... a second connection with the same key and session (first still open) does not,
+        let mut second = Session::shared(42, salts.clone(), cache.session(key().id(), 42));
+        let acts = second.receive(&m, NOW);
+        assert!(
+            !acts.iter().any(|a| matches!(a, Action::Call { .. })),
+            "{acts:?}"
+        );
+        // ... nor a third once both are gone.
+        drop((first, second));
+        let mut third = Session::shared(42, salts, cache.session(key().id(), 42));
+        assert!(!third
+            .receive(&m, NOW)
+            .iter()
+            .any(|a| matches!(a, Action::Call { .. })));
+        // A new message on it is served.
+        let m = decrypt(&key(), &client_msg(5, msg_id(0, 2), 3, call(2))).unwrap();
+        assert!(third
+            .receive(&m, NOW)
+            .iter()
+            .any(|a| matches!(a, Action::Call { .. })));
+    }
+
+    #[test]
+    fn salts_rotate_and_bad_server_salt_names_the_current_one() {
+        use crate::crypto::{SALT_GRACE_SECS, SALT_WINDOW_SECS};
+        let salts = ServerSalts::new(&key(), 5, NOW / 1000 - 10 * SALT_WINDOW_SECS);
+        let cache = std::sync::Arc::new(crate::replay::ReplayCache::default());
+        let mut s = Session::shared(42, salts.clone(), cache.session(key().id(), 42));
+        let now_s = NOW / 1000;
+        let current = salts.current(now_s);
+        assert_eq!(s.salt(NOW), current);
+        // The handshake's salt is long expired: bad_server_salt with the current salt.
+        let m = decrypt(&key(), &client_msg(5, msg_id(0, 1), 1, call(1))).unwrap();
+        let acts = s.receive(&m, NOW);
+        assert_eq!(
+            acts[1],
+            Action::Send {
+                body: bad_server_salt(m.msg_id, 1, current),
+                content: false
+            }
+        );
+        // get_future_salts: the salts of this and the next windows, each then accepted.
+        let mut w = Writer::new();
+        w.u32(GET_FUTURE_SALTS).i32(3);
+        let m = decrypt(&key(), &client_msg(current, msg_id(0, 2), 3, w.buf)).unwrap();
+        let acts = s.receive(&m, NOW);
+        let Action::Send { body, .. } = &acts[0] else {
+            panic!("{acts:?}")
+        };
+        let mut r = Reader::new(body);
+        assert_eq!(r.u32().unwrap(), FUTURE_SALTS);
+        assert_eq!(r.i64().unwrap(), m.msg_id);
+        assert_eq!(i64::from(r.i32().unwrap()), now_s);
+        assert_eq!(r.i32().unwrap(), 3);
+        let mut future = Vec::new();
+        for _ in 0..3 {
+            let (since, until, salt) = (r.i32().unwrap(), r.i32().unwrap(), r.i64().unwrap());
+            assert_eq!(until - since, SALT_WINDOW_SECS as i32);
+            future.push((i64::from(since), salt));
+        }
+        assert_eq!(future[0].1, current);
+        assert!(future[0].1 != future[1].1 && future[1].1 != future[2].1);
+        // The next window's salt is refused now and accepted once its window began; the
+        // current one stays accepted for the grace period after that.
+        let next_ms = future[1].0 * 1000;
+        let ping = |n: i64| {
+            let mut w = Writer::new();
+            w.u32(PING).i64(n);
+            w.buf
+        };
+        let early = decrypt(&key(), &client_msg(future[1].1, msg_id(0, 3), 5, ping(1))).unwrap();
+        assert!(
+            matches!(&s.receive(&early, NOW)[0], Action::Send { body, .. } if body[..4] == BAD_SERVER_SALT.to_le_bytes())
+        );
+        let at = |ms: i64, n: i64, salt: i64| {
+            let id = ((ms / 1000) << 32) + n * 4;
+            decrypt(&key(), &client_msg(salt, id, 7, ping(n))).unwrap()
+        };
+        let pong_for = |acts: Vec<Action>| matches!(&acts[0], Action::Send { body, .. } if body[..4] == PONG.to_le_bytes());
+        assert!(pong_for(s.receive(&at(next_ms, 4, future[1].1), next_ms)));
+        let late = next_ms + (SALT_GRACE_SECS - 1) * 1000;
+        assert!(pong_for(s.receive(&at(late, 5, current), late)));
+        let too_late = next_ms + SALT_GRACE_SECS * 1000;
+        assert!(!pong_for(s.receive(&at(too_late, 6, current), too_late)));
     }
 
     #[test]

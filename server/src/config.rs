@@ -63,6 +63,10 @@ pub struct Config {
     /// `PTSLOG_ADMIN_ADDR`: serve the admin endpoints only on this address instead of the public
     /// listener (e.g. a private interface). Unset: on `PTSLOG_HTTP_ADDR`, still behind the token.
     pub admin_addr: Option<SocketAddr>,
+    /// The MTProto front's connection, key-exchange and timeout limits (`PTSLOG_MTPROTO_MAX_*`,
+    /// `…_HANDSHAKES_PER_MINUTE`, `…_HANDSHAKE_TIMEOUT_SECS`, `…_IDLE_TIMEOUT_SECS`; see
+    /// `mtproto::limits`).
+    pub mtproto_limits: crate::mtproto::MtprotoLimits,
 }
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
@@ -201,6 +205,7 @@ impl Config {
                     Some(a.parse().context("PTSLOG_ADMIN_ADDR")?)
                 }
             },
+            mtproto_limits: crate::mtproto::MtprotoLimits::from_vars(vars)?,
         })
     }
 }

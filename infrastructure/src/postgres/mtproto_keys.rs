@@ -12,6 +12,8 @@ pub struct StoredAuthKey {
     pub signed_in: Option<(i64, i64)>,
     /// When a temporary key stops working (unix seconds); `None` for a permanent key.
     pub expires_at: Option<i64>,
+    /// When the key was made (unix seconds): its handshake salt is valid for a while after.
+    pub created_at: i64,
 }
 
 impl StoredAuthKey {
@@ -58,9 +60,11 @@ impl PgMtprotoKeys {
 
     /// The key with this id, unless it expired.
     pub async fn load(&self, auth_key_id: i64) -> Result<Option<StoredAuthKey>> {
-        let row: Option<(Vec<u8>, i64, Option<i64>, Option<i64>, Option<i64>)> = sqlx::query_as(
+        type Row = (Vec<u8>, i64, Option<i64>, Option<i64>, Option<i64>, i64);
+        let row: Option<Row> = sqlx::query_as(
             "SELECT k.auth_key, k.server_salt, a.user_id, a.auth_key_id, \
-                    floor(extract(epoch FROM k.expires_at))::bigint \
+                    floor(extract(epoch FROM k.expires_at))::bigint, \
+                    floor(extract(epoch FROM k.created_at))::bigint \
              FROM mtproto_auth_keys k \
              LEFT JOIN mtproto_auth_keys p ON p.auth_key_id = k.perm_auth_key_id \
              LEFT JOIN authorizations a \
@@ -71,13 +75,26 @@ impl PgMtprotoKeys {
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.map(
-            |(auth_key, server_salt, user, authz, expires_at)| StoredAuthKey {
+            |(auth_key, server_salt, user, authz, expires_at, created_at)| StoredAuthKey {
                 auth_key,
                 server_salt,
                 signed_in: user.zip(authz),
                 expires_at,
+                created_at,
             },
         ))
+    }
+
+    /// Deletes the temporary keys that expired (they are refused from then on anyway): the
+    /// front runs it periodically, so keys clients made and forgot do not pile up. Answers how
+    /// many went.
+    pub async fn delete_expired(&self) -> Result<u64> {
+        let done = sqlx::query(
+            "DELETE FROM mtproto_auth_keys WHERE expires_at IS NOT NULL AND expires_at <= now()",
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
     }
 
     /// Signs the key in as this device (`None`: signs it out).

@@ -1,28 +1,31 @@
 //! One client connection: the transport, the key exchange on plain messages, then the encrypted
-//! session; RPC calls are served in order, and the account's live updates are pushed in between.
+//! session; RPC calls are served in order, each answer written as soon as it is made (a
+//! container's answers are not collected first), and the account's live updates are pushed in
+//! between. The connection's limits are in [`super::limits`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use application::fanout::{DeviceId, Outgoing, RESERVED_SLOTS};
 use application::Caller;
 use domain::{AuthKeyId, SessionId, UserId};
-use mtproto::crypto::AuthKey;
-use mtproto::handshake::{decode_plain, encode_plain, Handshake, Step};
+use mtproto::crypto::{AuthKey, ServerSalts};
+use mtproto::handshake::{decode_plain, encode_plain, Handshake, Step, REQ_PQ, REQ_PQ_MULTI};
 use mtproto::service::{rpc_error, rpc_result};
 use mtproto::session::{self, Action, Session};
 use mtproto::tl::{encode_object, Schema, Writer};
 use mtproto::transport::ServerTransport;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-use super::{calls, Front, MtprotoMetrics};
+use super::connection_slots::Slot;
+use super::{calls, limits, Front, MtprotoMetrics};
 use crate::gateway::DeviceSender;
 
-/// A connection that sends nothing for this long is closed (clients ping every minute or so).
-const IDLE: Duration = Duration::from_secs(300);
+/// One write may take this long (a client that does not read is dropped).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The transport error for an unknown auth key: the client creates a new one.
 const UNKNOWN_KEY: i32 = -404;
@@ -36,7 +39,8 @@ pub fn now_ms() -> i64 {
 
 pub(super) struct ConnKey {
     pub auth_key: AuthKey,
-    pub salt: i64,
+    /// The salts this key accepts over time.
+    pub salts: ServerSalts,
     /// A temporary key's end (unix seconds): past it the key is unknown, as after a restart.
     pub expires_at: Option<i64>,
 }
@@ -60,12 +64,32 @@ pub(super) struct Conn {
     /// The phone whose code this connection proved with auth.signIn (for auth.signUp).
     pub verified_phone: Option<String>,
     idle: Duration,
+    peer: SocketAddr,
+    /// While a key exchange is under way (or nothing valid has arrived yet): when the connection
+    /// is closed unless it finishes.
+    handshake_deadline: Option<Instant>,
 }
 
-/// What to write after a packet, and whether to close afterwards.
-struct Out {
-    payloads: Vec<Vec<u8>>,
-    close: bool,
+/// Where a connection's answers go: the transport's framing (and obfuscation) and the socket.
+struct Wire<'a> {
+    transport: &'a mut ServerTransport,
+    wr: &'a mut OwnedWriteHalf,
+}
+
+impl Wire<'_> {
+    /// Writes one packet; false when the client does not take it in time (or is gone). The
+    /// await is the back-pressure: the next answer is made only once this one is written.
+    async fn send(&mut self, payload: &[u8]) -> bool {
+        let bytes = self.transport.encode(payload);
+        write(self.wr, &bytes).await
+    }
+}
+
+/// Whether the connection goes on after a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Go,
+    Close,
 }
 
 impl Conn {
@@ -106,31 +130,54 @@ impl Conn {
         self.caller = None;
     }
 
-    async fn packet(&mut self, packet: &[u8], hs: &mut Handshake) -> Out {
+    async fn packet(&mut self, packet: &[u8], hs: &mut Handshake, wire: &mut Wire<'_>) -> Flow {
         match session::auth_key_id(packet) {
-            Some(0) => self.plain(packet, hs).await,
-            Some(id) => self.encrypted(id, packet).await,
-            None => Out {
-                payloads: vec![],
-                close: true,
-            },
+            Some(0) => self.plain(packet, hs, wire).await,
+            Some(id) => self.encrypted(id, packet, wire).await,
+            None => Flow::Close,
         }
     }
 
-    async fn plain(&mut self, packet: &[u8], hs: &mut Handshake) -> Out {
-        let close = Out {
-            payloads: vec![],
-            close: true,
-        };
+    async fn plain(&mut self, packet: &[u8], hs: &mut Handshake, wire: &mut Wire<'_>) -> Flow {
         let Ok((_, body)) = decode_plain(packet) else {
-            return close;
+            return Flow::Close;
         };
+        let starts = body
+            .get(..4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+            .is_some_and(|id| id == REQ_PQ || id == REQ_PQ_MULTI);
+        if starts {
+            if !self
+                .front
+                .handshake_rate
+                .allow(self.peer.ip(), Instant::now())
+            {
+                tracing::debug!(peer = %self.peer, "too many key exchanges from this address");
+                return Flow::Close;
+            }
+        }
+        // A new exchange on a connection that had finished one gets its own deadline.
+        let deadline = *self
+            .handshake_deadline
+            .get_or_insert_with(|| Instant::now() + self.front.limits.handshake_timeout);
         let now = now_ms();
-        match hs.handle(&self.front.server_key, body, (now / 1000) as i32) {
-            Ok(Step::Reply(reply)) => Out {
-                payloads: vec![encode_plain(self.plain_ids.next_msg_id(now, true), &reply)],
-                close: false,
-            },
+        // The exponentiations run on the bounded pool, off the async workers; waiting for a turn
+        // counts against the handshake's deadline.
+        let front = self.front.clone();
+        let mut state = std::mem::take(hs);
+        let body = body.to_vec();
+        let job = self.front.crypto.run(move || {
+            let step = state.handle(&front.server_key, &body, (now / 1000) as i32);
+            (state, step)
+        });
+        let Ok(Some((state, step))) = tokio::time::timeout_at(deadline.into(), job).await else {
+            tracing::debug!(peer = %self.peer, "key exchange step not computed in time");
+            return Flow::Close;
+        };
+        *hs = state;
+        let reply = match step {
+            Ok(Step::Reply(reply)) => reply,
             Ok(Step::Done(reply, key)) => {
                 let stored = self
                     .front
@@ -151,7 +198,7 @@ impl Conn {
                     Ok(false) => key.dh_gen_fail(),
                     Err(e) => {
                         tracing::error!(error = %e, "storing an MTProto auth key");
-                        return close;
+                        return Flow::Close;
                     }
                 };
                 tracing::debug!(
@@ -159,15 +206,19 @@ impl Conn {
                     temp = key.expires_in.is_some(),
                     "auth key created"
                 );
-                Out {
-                    payloads: vec![encode_plain(self.plain_ids.next_msg_id(now, true), &reply)],
-                    close: false,
-                }
+                self.handshake_deadline = None;
+                reply
             }
             Err(e) => {
                 tracing::debug!(error = %e, "key exchange refused");
-                close
+                return Flow::Close;
             }
+        };
+        let payload = encode_plain(self.plain_ids.next_msg_id(now, true), &reply);
+        if wire.send(&payload).await {
+            Flow::Go
+        } else {
+            Flow::Close
         }
     }
 
@@ -187,8 +238,8 @@ impl Conn {
         self.sign_out();
         self.session = None;
         self.key = Some(ConnKey {
+            salts: ServerSalts::new(&auth_key, stored.server_salt, stored.created_at),
             auth_key,
-            salt: stored.server_salt,
             expires_at: stored.expires_at,
         });
         if let Some((user, authz)) = stored.signed_in {
@@ -226,7 +277,7 @@ impl Conn {
         Ok(())
     }
 
-    async fn encrypted(&mut self, id: i64, packet: &[u8]) -> Out {
+    async fn encrypted(&mut self, id: i64, packet: &[u8], wire: &mut Wire<'_>) -> Flow {
         let expired = self
             .key
             .as_ref()
@@ -234,30 +285,28 @@ impl Conn {
             .and_then(|k| k.expires_at)
             .is_some_and(|at| at <= now_ms() / 1000);
         if expired || self.load_key(id).await.is_err() {
-            return Out {
-                payloads: vec![UNKNOWN_KEY.to_le_bytes().to_vec()],
-                close: true,
-            };
+            wire.send(&UNKNOWN_KEY.to_le_bytes()).await;
+            return Flow::Close;
         }
-        let Some(key) = self.key.as_ref().map(|k| (k.auth_key.clone(), k.salt)) else {
-            return Out {
-                payloads: vec![],
-                close: true,
-            };
+        let Some((auth_key, salts)) = self
+            .key
+            .as_ref()
+            .map(|k| (k.auth_key.clone(), k.salts.clone()))
+        else {
+            return Flow::Close;
         };
-        let (auth_key, salt) = key;
         let m = match session::decrypt(&auth_key, packet) {
             Ok(m) => m,
             Err(e) => {
                 tracing::debug!(error = %e, "undecryptable packet");
-                return Out {
-                    payloads: vec![],
-                    close: true,
-                };
+                return Flow::Close;
             }
         };
+        // A valid message under a known key: no key exchange is pending any more.
+        self.handshake_deadline = None;
         if self.session.as_ref().map(|s| s.id) != Some(m.session_id) {
-            self.session = Some(Session::new(m.session_id, salt));
+            let seen = self.front.replay.session(auth_key.id(), m.session_id);
+            self.session = Some(Session::shared(m.session_id, salts, seen));
         }
         if let Some(c) = &mut self.caller {
             c.session_id = SessionId(m.session_id);
@@ -267,7 +316,6 @@ impl Conn {
             Some(s) => s.receive(&m, now),
             None => Vec::new(),
         };
-        let mut payloads = Vec::new();
         for action in actions {
             let (body, content) = match action {
                 Action::Send { body, content } => (body, content),
@@ -284,19 +332,20 @@ impl Conn {
                     (result, true)
                 }
                 Action::DisconnectAfter(secs) => {
-                    self.idle = Duration::from_secs(secs.clamp(1, 3600) as u64 + 5);
+                    self.idle = limits::disconnect_after(secs);
                     continue;
                 }
                 Action::DestroySession(_) => continue,
             };
-            if let Some(s) = &mut self.session {
-                payloads.push(s.pack(&auth_key, body, content, true, now_ms()));
+            let Some(s) = &mut self.session else {
+                continue;
+            };
+            let payload = s.pack(&auth_key, body, content, true, now_ms());
+            if !wire.send(&payload).await {
+                return Flow::Close;
             }
         }
-        Out {
-            payloads,
-            close: false,
-        }
+        Flow::Go
     }
 
     /// A live update frame (the same JSON the WebSocket carries) as an encrypted message.
@@ -316,10 +365,13 @@ impl Conn {
     }
 }
 
-pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr) {
+/// Serves one connection until it closes; `_slot` (its place under the connection caps) is given
+/// back then.
+pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr, _slot: Slot) {
     let (mut rd, mut wr) = stream.into_split();
     let mut transport = ServerTransport::new();
     let mut hs = Handshake::default();
+    let limits = front.limits.clone();
     let mut conn = Conn {
         front,
         key: None,
@@ -332,7 +384,11 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
         layer: None,
         verified_phone: None,
         current_msg_id: 0,
-        idle: IDLE,
+        idle: limits.idle_timeout,
+        peer,
+        // From the first byte: a connection must finish a key exchange, or send a valid message
+        // under a key it has, within this.
+        handshake_deadline: Some(Instant::now() + limits.handshake_timeout),
     };
     let mut buf = vec![0u8; 64 * 1024];
     tracing::debug!(%peer, "MTProto connection");
@@ -348,19 +404,33 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                 None => std::future::pending().await,
             }
         };
+        let wait = match conn.handshake_deadline {
+            Some(at) => conn.idle.min(at.saturating_duration_since(Instant::now())),
+            None => conn.idle,
+        };
         tokio::select! {
-            read = tokio::time::timeout(conn.idle, rd.read(&mut buf)) => {
+            read = tokio::time::timeout(wait, rd.read(&mut buf)) => {
                 let n = match read {
                     Ok(Ok(n)) if n > 0 => n,
-                    _ => break,
+                    Ok(_) => break,
+                    Err(_) => {
+                        if conn.handshake_deadline.is_some_and(|at| at <= Instant::now()) {
+                            tracing::debug!(%peer, "key exchange not finished in time");
+                            MtprotoMetrics::inc(&conn.front.metrics.refused);
+                        } else {
+                            tracing::debug!(%peer, idle = ?conn.idle, "idle connection closed");
+                        }
+                        break;
+                    }
                 };
                 if let Err(e) = transport.feed(&buf[..n]) {
                     tracing::debug!(%peer, error = %e, "transport refused");
                     MtprotoMetrics::inc(&conn.front.metrics.refused);
                     break;
                 }
+                let mut wire = Wire { transport: &mut transport, wr: &mut wr };
                 loop {
-                    let packet = match transport.next_packet() {
+                    let packet = match wire.transport.next_packet() {
                         Ok(Some(p)) => p,
                         Ok(None) => break,
                         Err(e) => {
@@ -369,14 +439,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                             break 'conn;
                         }
                     };
-                    let out = conn.packet(&packet, &mut hs).await;
-                    for p in out.payloads {
-                        let bytes = transport.encode(&p);
-                        if !write(&mut wr, &bytes).await {
-                            break 'conn;
-                        }
-                    }
-                    if out.close {
+                    if conn.packet(&packet, &mut hs, &mut wire).await == Flow::Close {
                         MtprotoMetrics::inc(&conn.front.metrics.refused);
                         break 'conn;
                     }
@@ -415,7 +478,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
     tracing::debug!(%peer, "MTProto connection closed");
 }
 
-async fn write(wr: &mut tokio::net::tcp::OwnedWriteHalf, bytes: &[u8]) -> bool {
+async fn write(wr: &mut OwnedWriteHalf, bytes: &[u8]) -> bool {
     matches!(
         tokio::time::timeout(WRITE_TIMEOUT, wr.write_all(bytes)).await,
         Ok(Ok(()))

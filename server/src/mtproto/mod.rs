@@ -6,6 +6,10 @@
 mod bootstrap;
 mod calls;
 mod connection;
+mod connection_slots;
+mod crypto_pool;
+mod handshake_rate;
+pub mod limits;
 pub mod login_codes;
 pub mod metrics;
 mod server_key;
@@ -18,6 +22,7 @@ use anyhow::Context;
 use application::App;
 use infrastructure::PgMtprotoKeys;
 use mtproto::crypto::ServerKey;
+use mtproto::replay::ReplayCache;
 use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -25,8 +30,17 @@ use tokio::task::JoinHandle;
 use crate::config::Config;
 use crate::gateway::Gateway;
 
+pub use limits::MtprotoLimits;
 pub use login_codes::{DevCode, LoginCodes};
 pub use metrics::MtprotoMetrics;
+
+use connection_slots::ConnectionSlots;
+use crypto_pool::CryptoPool;
+use handshake_rate::HandshakeRate;
+
+/// How often expired temporary keys are deleted: they are refused from their expiry on anyway,
+/// so this only bounds how long forgotten rows stay (TDesktop makes a new temporary key a day).
+pub const KEY_SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(600);
 pub use server_key::load_or_create;
 
 /// What `GET /v1/mtproto/public-key` shows: how clients are configured to trust this server.
@@ -56,6 +70,13 @@ pub struct Front {
     /// The address `help.getConfig` announces.
     pub public_addr: SocketAddr,
     pub metrics: Arc<MtprotoMetrics>,
+    pub limits: MtprotoLimits,
+    /// Key exchanges started per address.
+    handshake_rate: HandshakeRate,
+    /// Where the key exchange's exponentiations run.
+    crypto: CryptoPool,
+    /// The client msg_ids served, per auth key and session, for every connection of this process.
+    replay: Arc<ReplayCache>,
 }
 
 /// Binds the listener and serves connections until the task is aborted.
@@ -93,14 +114,37 @@ pub async fn start(
             .map(|c| Arc::new(DevCode(c)) as Arc<dyn LoginCodes>),
         public_addr,
         metrics,
+        limits: config.mtproto_limits.clone(),
+        handshake_rate: HandshakeRate::new(config.mtproto_limits.handshakes_per_minute),
+        crypto: CryptoPool::new(limits::HANDSHAKE_WORKERS),
+        replay: Arc::new(ReplayCache::default()),
     });
+    let slots = ConnectionSlots::new(
+        front.limits.max_connections,
+        front.limits.max_connections_per_ip,
+    );
     let task = tokio::spawn(async move {
+        let mut sweep = tokio::time::interval(KEY_SWEEP_INTERVAL);
         loop {
-            match listener.accept().await {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection::serve(front.clone(), stream, peer));
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                _ = sweep.tick() => {
+                    tokio::spawn(sweep_expired_keys(front.keys.clone()));
+                    continue;
                 }
+            };
+            match accepted {
+                Ok((stream, peer)) => match slots.acquire(peer.ip()) {
+                    Ok(slot) => {
+                        let _ = stream.set_nodelay(true);
+                        tokio::spawn(connection::serve(front.clone(), stream, peer, slot));
+                    }
+                    Err(e) => {
+                        // Closed at once (dropped): the client sees the connection reset.
+                        tracing::debug!(%peer, error = %e, "MTProto connection refused");
+                        MtprotoMetrics::inc(&front.metrics.refused);
+                    }
+                },
                 Err(e) => {
                     tracing::warn!(error = %e, "MTProto accept failed");
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -109,4 +153,12 @@ pub async fn start(
         }
     });
     Ok((info, task))
+}
+
+async fn sweep_expired_keys(keys: PgMtprotoKeys) {
+    match keys.delete_expired().await {
+        Ok(0) => {}
+        Ok(n) => tracing::debug!(deleted = n, "expired MTProto keys deleted"),
+        Err(e) => tracing::warn!(error = %e, "deleting expired MTProto keys"),
+    }
 }
