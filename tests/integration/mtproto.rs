@@ -9,6 +9,8 @@
 //! Then the server restarts and a saved client session reconnects with its
 //! auth key (kept in Postgres) and server key (kept in the data folder).
 
+mod keys;
+mod limits;
 mod raw;
 
 use std::path::{Path, PathBuf};
@@ -165,6 +167,8 @@ impl Setup {
                 .env("PTSLOG_RELAY_SLOT", &self.slot)
                 .env("PTSLOG_SEND_RATE_PER_MINUTE", "0")
                 .env("PTSLOG_DB_MAX_CONNECTIONS", "8")
+                // Every client here connects from loopback, which is not exempt.
+                .env("PTSLOG_MTPROTO_HANDSHAKES_PER_MINUTE", "10000")
                 .env(
                     "RUST_LOG",
                     std::env::var("PTSLOG_TEST_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
@@ -196,6 +200,7 @@ impl Setup {
                 .env("PTSLOG_DEV_LOGIN", "false")
                 .env("PTSLOG_RELAY", "off")
                 .env("PTSLOG_DB_MAX_CONNECTIONS", "4")
+                .env("PTSLOG_MTPROTO_HANDSHAKES_PER_MINUTE", "10000")
                 .env("RUST_LOG", "warn")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
