@@ -27,11 +27,13 @@ pub const HANDSHAKES_PER_MINUTE: u32 = 60;
 /// connection is closed.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A connection that sends nothing for this long is closed, unless `ping_delay_disconnect` set
-/// another delay (`PTSLOG_MTPROTO_IDLE_TIMEOUT_SECS`): clients ping every minute at most
-/// (Telethon 60 s, TDesktop 30 s).
+/// another delay (`PTSLOG_MTPROTO_IDLE_TIMEOUT_SECS`): Telethon 1.45 sends a plain `ping` every
+/// 60 s; Kurigram and GramJS ping every 5 and 9 s with `ping_delay_disconnect`.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
-/// The largest `disconnect_delay` of `ping_delay_disconnect` honoured (seconds): what TDLib asks
-/// for (TDesktop asks 60); a client asking more gets this.
+/// The largest `disconnect_delay` of `ping_delay_disconnect` honoured (seconds); a client asking
+/// more gets this. Clients ask for a little more than their ping interval (Kurigram 25 s with a
+/// ping every 5 s; GramJS sends 60 000, meant as milliseconds, with a ping every 9 s), so 75 s
+/// serves a ping a minute with room; before, a client could hold a silent connection an hour.
 pub const MAX_PING_DISCONNECT_DELAY: i32 = 75;
 /// Added to the client's `disconnect_delay`: its next ping may be a little late.
 pub const DISCONNECT_SLACK: Duration = Duration::from_secs(5);
