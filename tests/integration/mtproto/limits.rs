@@ -1,7 +1,8 @@
 //! The MTProto front's limits against a running `ptslog serve` (docs/security.md,
 //! "mtproto-connections"), configured low so the test is quick: connections per address, the
 //! handshake deadline, the idle timeout, key exchanges per address and minute; and replays across
-//! connections of one auth key, and the rotating salts (`get_future_salts`, `bad_server_salt`).
+//! connections of one auth key, the rotating salts (`get_future_salts`, `bad_server_salt`), and a
+//! container's answers written as they are made.
 //! Each client binds its own loopback address (127.0.0.x) to stand for another host.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -9,12 +10,16 @@ use std::time::{Duration, Instant};
 
 use mtproto::client::RsaEncoding;
 use mtproto::crypto::PublicKey;
+use mtproto::crypto::Side;
 use mtproto::handshake::{encode_plain, REQ_PQ_MULTI};
-use mtproto::service::{BAD_SERVER_SALT, FUTURE_SALTS, GET_FUTURE_SALTS, PING, PONG};
-use mtproto::tl::{Reader, Writer};
+use mtproto::service::{
+    BAD_SERVER_SALT, FUTURE_SALTS, GET_FUTURE_SALTS, MSG_CONTAINER, PING, PONG, RPC_RESULT,
+};
+use mtproto::session::{encrypt, Plain};
+use mtproto::tl::{decode_object, encode_object, Reader, Schema, Writer};
 use mtproto::transport::Kind;
 use ptslog_tests::{database_url, drop_database, fresh_database, redis_url};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -339,6 +344,51 @@ async fn mtproto_limits_replays_and_salts_against_the_running_server() {
     assert_eq!(r.i64().unwrap(), salts[0].2, "the current salt");
     send(&mut second, salts[0].2, &ping(13)).await;
     assert_eq!(next_pong(&mut second).await, 13);
+
+    // A container's answers are written as they are made, not after its last call: the pong for
+    // the ping ahead of an auth.logOut arrives while the logOut waits for a row lock.
+    let pool = sqlx::PgPool::connect(&database_url(&db))
+        .await
+        .expect("pool");
+    let mut lock = pool.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM mtproto_auth_keys WHERE auth_key_id = $1 FOR UPDATE")
+        .bind(second.key.id())
+        .fetch_one(&mut *lock)
+        .await
+        .expect("the key's row locked");
+    let mut log_out = Writer::new();
+    encode_object(Schema::api(), &json!({"_": "auth.logOut"}), &mut log_out).unwrap();
+    let (ping_id, call_id) = (second.conn.msg_id(), second.conn.msg_id());
+    let mut c = Writer::new();
+    c.u32(MSG_CONTAINER).i32(2);
+    for (id, seq, body) in [(ping_id, 2, ping(20)), (call_id, 3, log_out.buf)] {
+        c.i64(id).i32(seq).i32(body.len() as i32).raw(&body);
+    }
+    let container_id = second.conn.msg_id();
+    let packet = encrypt(
+        &second.key,
+        Side::Client,
+        &Plain {
+            salt: salts[0].2,
+            session_id: second.id,
+            msg_id: container_id,
+            seq_no: 4,
+            body: c.buf,
+        },
+    );
+    second.conn.send(&packet).await;
+    let pong = tokio::time::timeout(Duration::from_secs(5), next_pong(&mut second)).await;
+    assert_eq!(pong.ok(), Some(20), "the pong waited for the blocked call");
+    lock.rollback().await.expect("unlock");
+    let result = loop {
+        let body = second.next().await.expect("the logOut's result");
+        let mut r = Reader::new(&body);
+        if r.u32().unwrap() == RPC_RESULT && r.i64().unwrap() == call_id {
+            break decode_object(Schema::api(), &mut r).expect("result decodes");
+        }
+    };
+    assert_eq!(result["_"], "auth.loggedOut");
+    pool.close().await;
 
     drop((first, second, stalled));
     drop(server);

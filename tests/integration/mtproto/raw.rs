@@ -139,7 +139,7 @@ impl Conn {
 /// An encrypted session over a connection.
 pub(super) struct Session {
     pub(super) conn: Conn,
-    key: AuthKey,
+    pub(super) key: AuthKey,
     pub(super) salt: i64,
     pub(super) id: i64,
     content: i32,
