@@ -147,15 +147,14 @@ impl Conn {
             .and_then(|b| b.try_into().ok())
             .map(u32::from_le_bytes)
             .is_some_and(|id| id == REQ_PQ || id == REQ_PQ_MULTI);
-        if starts {
-            if !self
+        if starts
+            && !self
                 .front
                 .handshake_rate
                 .allow(self.peer.ip(), Instant::now())
-            {
-                tracing::debug!(peer = %self.peer, "too many key exchanges from this address");
-                return Flow::Close;
-            }
+        {
+            tracing::debug!(peer = %self.peer, "too many key exchanges from this address");
+            return Flow::Close;
         }
         // A new exchange on a connection that had finished one gets its own deadline.
         let deadline = *self

@@ -16,13 +16,20 @@ struct Bucket {
 
 pub struct HandshakeRate {
     per_minute: u32,
+    tracked: usize,
     buckets: Mutex<HashMap<IpAddr, Bucket>>,
 }
 
 impl HandshakeRate {
     pub fn new(per_minute: u32) -> Self {
+        Self::tracking(per_minute, TRACKED_ADDRESSES)
+    }
+
+    /// At most `tracked` addresses at once.
+    fn tracking(per_minute: u32, tracked: usize) -> Self {
         Self {
             per_minute: per_minute.max(1),
+            tracked: tracked.max(1),
             buckets: Mutex::default(),
         }
     }
@@ -36,10 +43,10 @@ impl HandshakeRate {
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
         let key = address_key(ip);
-        if !buckets.contains_key(&key) && buckets.len() >= TRACKED_ADDRESSES {
+        if !buckets.contains_key(&key) && buckets.len() >= self.tracked {
             // Full buckets say nothing a new one would not.
             buckets.retain(|_, b| refill(b) < cap);
-            if buckets.len() >= TRACKED_ADDRESSES {
+            if buckets.len() >= self.tracked {
                 return false;
             }
         }
@@ -83,5 +90,22 @@ mod tests {
         assert!(v6.allow("2001:db8::1".parse().unwrap(), t0));
         assert!(!v6.allow("2001:db8::2".parse().unwrap(), t0));
         assert!(v6.allow("2001:db8:0:1::1".parse().unwrap(), t0));
+    }
+
+    #[test]
+    fn at_most_the_tracked_addresses_refilled_ones_dropped_first() {
+        let rate = HandshakeRate::tracking(2, 2);
+        let t0 = Instant::now();
+        let ip = |n: u8| IpAddr::from([198, 51, 100, n]);
+        assert!(rate.allow(ip(1), t0));
+        assert!(rate.allow(ip(2), t0));
+        // Both buckets in use: a third address is refused ...
+        assert!(!rate.allow(ip(3), t0));
+        // ... until one has refilled (2 a minute: 30 s a token) and can be forgotten.
+        assert!(rate.allow(ip(3), t0 + Duration::from_secs(31)));
+        assert!(
+            rate.allow(ip(2), t0 + Duration::from_secs(31)),
+            "a forgotten address starts anew with a full bucket"
+        );
     }
 }
