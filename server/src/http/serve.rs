@@ -1,0 +1,210 @@
+//! Serving HTTP with every wait bounded. `axum::serve` arms none of hyper's timers, so a client
+//! that sends half a header and stalls (slowloris) would hold its connection and task forever;
+//! this loop serves each connection with hyper's HTTP/1 builder and a Tokio timer instead:
+//!
+//! - the request head must arrive within the header timeout (idle keep-alive connections too:
+//!   hyper starts that clock when it starts waiting for the next head);
+//! - at most `max_connections` connections are served at once; one past it is answered
+//!   `503 CONNECTIONS_TOO_MUCH` and closed at once (it never queues);
+//! - the body and the handler are bounded by [`limit_layer`]: the whole body within the body
+//!   timeout and [`MAX_REQUEST_BODY_BYTES`], then the answer within the request deadline.
+//!
+//! A connection upgraded to a WebSocket leaves the count when it upgrades: push sockets are
+//! capped per account instead (`gateway::push_sockets`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use application::tl::RpcError;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use futures::StreamExt;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// Time for a request head (request line and headers) to arrive in full, from when the
+/// connection opens or the previous answer was written (`PTSLOG_HTTP_HEADER_TIMEOUT_MS`). A real
+/// client sends its head in one packet; 10 s covers a slow mobile link, a third of hyper's 30 s
+/// default, so stalled connections are let go sooner.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time for a request body to arrive in full once its head is in (`PTSLOG_HTTP_BODY_TIMEOUT_MS`).
+/// The largest body is [`MAX_REQUEST_BODY_BYTES`]: 10 s is 100 KB/s at worst.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a handler may take to answer (`PTSLOG_HTTP_REQUEST_TIMEOUT_MS`); past it the call is
+/// answered `503 TIMEOUT`. Above the Postgres statement timeout (10 s) plus the per-account queue
+/// wait, so a statement that is cancelled answers its own clearer error first.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// Connections served at once (`PTSLOG_HTTP_MAX_CONNECTIONS`). Each costs a task, a socket and
+/// hyper's buffers (~10 KB); 4096 stays within a default `ulimit -n` of a service unit and far
+/// above what the JSON API's clients keep open (push sockets leave the count once upgraded).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// The largest request body (`413 REQUEST_TOO_LARGE` past it). The largest legitimate body is a
+/// `contacts.importContacts` of 1000 contacts (~150 KB) or a 4096-code-point message with 100
+/// entities (~30 KB); 1 MiB leaves room and is half axum's implicit 2 MB default.
+pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
+/// The most time spent writing the refusal to a connection past the cap.
+const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The HTTP front's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+    pub request_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// Serves `router` on `listener` until the task is dropped, within `limits`.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: HttpLimits,
+) -> std::io::Result<()> {
+    let router = limit_layer(router, limits);
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    loop {
+        let (stream, _peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors and the like: wait for some to close rather than spin.
+                tracing::warn!(error = %e, "accepting an HTTP connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(stream));
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let connection = builder
+            .serve_connection(TokioIo::new(stream), service)
+            .with_upgrades();
+        tokio::spawn(async move {
+            // Errors here are the client's (a reset, a header timeout): nothing to report.
+            let _ = connection.await;
+            drop(permit);
+        });
+    }
+}
+
+/// The answer to a connection past the cap: a complete 503 written without reading anything.
+async fn refuse(mut stream: TcpStream) {
+    tracing::warn!("HTTP connection refused: at the connection cap");
+    let body =
+        serde_json::to_string(&RpcError::new(503, "CONNECTIONS_TOO_MUCH")).unwrap_or_default();
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(REFUSAL_WRITE_TIMEOUT, async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+/// Every route behind the body and request bounds.
+pub fn limit_layer(router: Router, limits: HttpLimits) -> Router {
+    router.layer(middleware::from_fn_with_state(limits, bounded))
+}
+
+/// Reads the whole body within its time and size budget, then runs the handler within the request
+/// deadline. A streamed answer (the admin export) is bounded only until its head is ready.
+async fn bounded(State(limits): State<HttpLimits>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
+        return too_large();
+    }
+    let body = match tokio::time::timeout(limits.body_timeout, read_body(body)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(BodyError::TooLarge)) => return too_large(),
+        Ok(Err(BodyError::Broken(detail))) => {
+            return failure(StatusCode::BAD_REQUEST, RpcError::bad_input(detail))
+        }
+        Err(_) => {
+            return failure(
+                StatusCode::REQUEST_TIMEOUT,
+                RpcError::new(408, "REQUEST_TIMEOUT").with_detail(format!(
+                    "the request body did not arrive within {} ms",
+                    limits.body_timeout.as_millis()
+                )),
+            )
+        }
+    };
+    let request = Request::from_parts(parts, Body::from(body));
+    match tokio::time::timeout(limits.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(
+                timeout_ms = limits.request_timeout.as_millis() as u64,
+                "request answered 503 TIMEOUT: its handler ran past the deadline"
+            );
+            failure(StatusCode::SERVICE_UNAVAILABLE, timeout_error())
+        }
+    }
+}
+
+/// `503 TIMEOUT`: Telegram's own answer when a call takes too long on its side; clients retry it.
+pub fn timeout_error() -> RpcError {
+    RpcError::new(503, "TIMEOUT")
+}
+
+enum BodyError {
+    TooLarge,
+    Broken(String),
+}
+
+async fn read_body(body: Body) -> Result<Bytes, BodyError> {
+    let mut stream = body.into_data_stream();
+    let mut buffer: Vec<u8> = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| BodyError::Broken(format!("reading the body: {e}")))?;
+        if buffer.len() + chunk.len() > MAX_REQUEST_BODY_BYTES {
+            return Err(BodyError::TooLarge);
+        }
+        buffer.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(buffer))
+}
+
+fn too_large() -> Response {
+    failure(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        RpcError::new(413, "REQUEST_TOO_LARGE")
+            .with_detail(format!("the body exceeds {MAX_REQUEST_BODY_BYTES} bytes")),
+    )
+}
+
+fn failure(status: StatusCode, error: RpcError) -> Response {
+    (status, Json(error)).into_response()
+}
