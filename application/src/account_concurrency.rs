@@ -22,9 +22,11 @@ use crate::error::AppError;
 /// still serves at least four accounts at full tilt.
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: u32 = 8;
 
-/// How long a call past the cap waits for a permit before it is refused with `FLOOD_WAIT_1`: long
-/// enough to smooth a burst, short enough that a client is not held on a busy account.
-pub const DEFAULT_QUEUE_WAIT: Duration = Duration::from_millis(500);
+/// How long a call past the cap waits for a permit before it is refused with `FLOOD_WAIT_1`
+/// (`PTSLOG_ACCOUNT_QUEUE_WAIT_MS`): long enough that a burst of one account's calls (a client
+/// starting up, a retry storm) queues instead of failing, short enough that a client is not held
+/// on a busy account. A waiting call holds no database connection.
+pub const DEFAULT_QUEUE_WAIT: Duration = Duration::from_secs(2);
 
 /// The seconds a refused call is told to wait (`FLOOD_WAIT_1`): the account's own calls end within
 /// the request deadline, usually far sooner.

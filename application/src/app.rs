@@ -12,6 +12,8 @@ pub struct AppConfig {
     pub dev_login: bool,
     /// Calls one account may have in flight at once (0: no cap); see [`AccountConcurrency`].
     pub max_concurrent_requests_per_account: u32,
+    /// How long a call past that cap waits for a place before `FLOOD_WAIT_1`.
+    pub account_queue_wait: std::time::Duration,
 }
 
 impl Default for AppConfig {
@@ -20,6 +22,7 @@ impl Default for AppConfig {
             dev_login: true,
             max_concurrent_requests_per_account:
                 account_concurrency::DEFAULT_MAX_CONCURRENT_REQUESTS,
+            account_queue_wait: account_concurrency::DEFAULT_QUEUE_WAIT,
         }
     }
 }
@@ -45,7 +48,7 @@ impl App {
     ) -> Self {
         let account_requests = AccountConcurrency::new(
             config.max_concurrent_requests_per_account,
-            account_concurrency::DEFAULT_QUEUE_WAIT,
+            config.account_queue_wait,
         );
         Self {
             store,

@@ -19,6 +19,8 @@ pub struct ServingLimits {
     pub db: SessionTimeouts,
     /// `PTSLOG_ACCOUNT_MAX_CONCURRENT_REQUESTS` (0: no cap).
     pub account_max_concurrent_requests: u32,
+    /// `PTSLOG_ACCOUNT_QUEUE_WAIT_MS`: how long a call past that cap waits before `FLOOD_WAIT_1`.
+    pub account_queue_wait: Duration,
     /// `PTSLOG_ACCOUNT_MAX_PUSH_SOCKETS` (0: no cap).
     pub account_max_push_sockets: usize,
     /// `PTSLOG_PHONE_LOOKUPS_PER_DAY` (0: no limit).
@@ -32,6 +34,7 @@ impl Default for ServingLimits {
             db: SessionTimeouts::SERVING,
             account_max_concurrent_requests:
                 application::account_concurrency::DEFAULT_MAX_CONCURRENT_REQUESTS,
+            account_queue_wait: application::account_concurrency::DEFAULT_QUEUE_WAIT,
             account_max_push_sockets:
                 crate::gateway::push_sockets::DEFAULT_MAX_PUSH_SOCKETS_PER_ACCOUNT,
             phone_lookups_per_day:
@@ -86,6 +89,7 @@ impl ServingLimits {
                 Some(n) => u32::try_from(n).context("PTSLOG_ACCOUNT_MAX_CONCURRENT_REQUESTS")?,
                 None => d.account_max_concurrent_requests,
             },
+            account_queue_wait: millis("PTSLOG_ACCOUNT_QUEUE_WAIT_MS", d.account_queue_wait)?,
             account_max_push_sockets: match number("PTSLOG_ACCOUNT_MAX_PUSH_SOCKETS")? {
                 Some(n) => usize::try_from(n).context("PTSLOG_ACCOUNT_MAX_PUSH_SOCKETS")?,
                 None => d.account_max_push_sockets,

@@ -60,6 +60,7 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
         AppConfig {
             dev_login: config.dev_login,
             max_concurrent_requests_per_account: config.limits.account_max_concurrent_requests,
+            account_queue_wait: config.limits.account_queue_wait,
         },
     );
     Ok((app, pool, store))

@@ -315,7 +315,11 @@ async fn postgres_cancels_long_statements_and_idle_transactions() {
 #[tokio::test]
 async fn one_account_cannot_take_every_database_connection() {
     // 8 database connections (test_config), at most 2 calls in flight per account.
-    let server = Server::start(|c| c.limits.account_max_concurrent_requests = 2).await;
+    let server = Server::start(|c| {
+        c.limits.account_max_concurrent_requests = 2;
+        c.limits.account_queue_wait = Duration::from_millis(500);
+    })
+    .await;
     let alice = server.login("+15557000031").await;
     let bob = server.login("+15557000032").await;
     let lock = server.lock_account(alice.user_id).await;
@@ -349,7 +353,7 @@ async fn one_account_cannot_take_every_database_connection() {
         started.elapsed()
     );
     // Past the queue wait: Alice's calls beyond her cap have been refused by now.
-    tokio::time::sleep(application::account_concurrency::DEFAULT_QUEUE_WAIT).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     lock.rollback().await.unwrap();
     let mut statuses = Vec::new();
     for call in flood {

@@ -39,7 +39,7 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most a handler may take to answer (`PTSLOG_HTTP_REQUEST_TIMEOUT_MS`); past it the call is
 /// answered `503 TIMEOUT`. Above the Postgres statement timeout (10 s) plus the per-account queue
-/// wait, so a statement that is cancelled answers its own clearer error first.
+/// wait (2 s), so a cancelled statement answers its own error first.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// Connections served at once (`PTSLOG_HTTP_MAX_CONNECTIONS`). Each costs a task, a socket and
 /// hyper's buffers (~10 KB); 4096 stays within a default `ulimit -n` of a service unit and far
