@@ -7,7 +7,8 @@
 //! - at most `max_connections` connections are served at once; one past it is answered
 //!   `503 CONNECTIONS_TOO_MUCH` and closed at once (it never queues);
 //! - the body and the handler are bounded by [`limit_layer`]: the whole body within the body
-//!   timeout and [`MAX_REQUEST_BODY_BYTES`], then the answer within the request deadline.
+//!   timeout and [`MAX_REQUEST_BODY_BYTES`], all bodies in memory together within
+//!   [`MAX_BUFFERED_BODY_BYTES`], then the answer within the request deadline.
 //!
 //! A connection upgraded to a WebSocket leaves the count when it upgrades: push sockets are
 //! capped per account instead (`gateway::push_sockets`).
@@ -27,7 +28,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Time for a request head (request line and headers) to arrive in full, from when the
 /// connection opens or the previous answer was written (`PTSLOG_HTTP_HEADER_TIMEOUT_MS`). A real
@@ -49,6 +50,12 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// `contacts.importContacts` of 1000 contacts (~150 KB) or a 4096-code-point message with 100
 /// entities (~30 KB); 1 MiB leaves room and is half axum's implicit 2 MB default.
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
+/// Request bodies held in memory at once by all connections of a listener together. Bodies are
+/// read before the caller is known, so without it every connection could hold
+/// [`MAX_REQUEST_BODY_BYTES`] (4 GiB at the connection cap); past it a body waits for room within
+/// its body timeout (then `408`). 64 MiB is over 400 of the largest legitimate bodies at once and
+/// thousands of ordinary ones.
+pub const MAX_BUFFERED_BODY_BYTES: usize = 64 * 1024 * 1024;
 /// The most time spent writing the refusal to a connection past the cap.
 const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -130,12 +137,24 @@ async fn refuse(mut stream: TcpStream) {
 
 /// Every route behind the body and request bounds.
 pub fn limit_layer(router: Router, limits: HttpLimits) -> Router {
-    router.layer(middleware::from_fn_with_state(limits, bounded))
+    let state = Bounds {
+        limits,
+        budget: Arc::new(Semaphore::new(MAX_BUFFERED_BODY_BYTES)),
+    };
+    router.layer(middleware::from_fn_with_state(state, bounded))
+}
+
+#[derive(Clone)]
+struct Bounds {
+    limits: HttpLimits,
+    /// [`MAX_BUFFERED_BODY_BYTES`], one permit per byte.
+    budget: Arc<Semaphore>,
 }
 
 /// Reads the whole body within its time and size budget, then runs the handler within the request
 /// deadline. A streamed answer (the admin export) is bounded only until its head is ready.
-async fn bounded(State(limits): State<HttpLimits>, request: Request, next: Next) -> Response {
+async fn bounded(State(bounds): State<Bounds>, request: Request, next: Next) -> Response {
+    let limits = bounds.limits;
     let (parts, body) = request.into_parts();
     let declared = parts
         .headers
@@ -145,7 +164,10 @@ async fn bounded(State(limits): State<HttpLimits>, request: Request, next: Next)
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
         return too_large();
     }
-    let body = match tokio::time::timeout(limits.body_timeout, read_body(body)).await {
+    // The budget's share is held until the answer is ready (the handler holds the body).
+    let mut held = None;
+    let read = read_body(body, &bounds.budget, &mut held);
+    let body = match tokio::time::timeout(limits.body_timeout, read).await {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(BodyError::TooLarge)) => return too_large(),
         Ok(Err(BodyError::Broken(detail))) => {
@@ -162,7 +184,9 @@ async fn bounded(State(limits): State<HttpLimits>, request: Request, next: Next)
         }
     };
     let request = Request::from_parts(parts, Body::from(body));
-    match tokio::time::timeout(limits.request_timeout, next.run(request)).await {
+    let answer = tokio::time::timeout(limits.request_timeout, next.run(request)).await;
+    drop(held);
+    match answer {
         Ok(response) => response,
         Err(_) => {
             tracing::warn!(
@@ -184,13 +208,31 @@ enum BodyError {
     Broken(String),
 }
 
-async fn read_body(body: Body) -> Result<Bytes, BodyError> {
+/// The whole body, each chunk paid for from `budget` before it is kept (the permits gather in
+/// `held`, which the caller keeps as long as the body lives).
+async fn read_body(
+    body: Body,
+    budget: &Arc<Semaphore>,
+    held: &mut Option<OwnedSemaphorePermit>,
+) -> Result<Bytes, BodyError> {
     let mut stream = body.into_data_stream();
     let mut buffer: Vec<u8> = Vec::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| BodyError::Broken(format!("reading the body: {e}")))?;
         if buffer.len() + chunk.len() > MAX_REQUEST_BODY_BYTES {
             return Err(BodyError::TooLarge);
+        }
+        if !chunk.is_empty() {
+            // At most MAX_REQUEST_BODY_BYTES, so it fits a u32; the semaphore is never closed.
+            let permit = budget
+                .clone()
+                .acquire_many_owned(chunk.len() as u32)
+                .await
+                .map_err(|_| BodyError::Broken("the server is shutting down".into()))?;
+            match held {
+                Some(all) => all.merge(permit),
+                None => *held = Some(permit),
+            }
         }
         buffer.extend_from_slice(&chunk);
     }
@@ -207,4 +249,52 @@ fn too_large() -> Response {
 
 fn failure(status: StatusCode, error: RpcError) -> Response {
     (status, Json(error)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bodies_in_memory_share_one_budget() {
+        let budget = Arc::new(Semaphore::new(1000));
+        let mut first = None;
+        let body = read_body(Body::from(vec![b' '; 1000]), &budget, &mut first).await;
+        assert_eq!(body.ok().map(|b| b.len()), Some(1000));
+        assert_eq!(budget.available_permits(), 0);
+        // The budget is spent: the next byte waits until the first body is let go.
+        let mut second = None;
+        let waiting = tokio::time::timeout(
+            Duration::from_millis(50),
+            read_body(Body::from(vec![b' '; 1]), &budget, &mut second),
+        )
+        .await;
+        assert!(waiting.is_err());
+        drop(first);
+        let mut third = None;
+        let body = read_body(Body::from(vec![b' '; 1]), &budget, &mut third).await;
+        assert!(body.is_ok());
+        assert_eq!(budget.available_permits(), 999);
+    }
+
+    #[tokio::test]
+    async fn a_body_is_capped_at_the_limit() {
+        let budget = Arc::new(Semaphore::new(MAX_BUFFERED_BODY_BYTES));
+        let mut held = None;
+        let at = read_body(
+            Body::from(vec![0u8; MAX_REQUEST_BODY_BYTES]),
+            &budget,
+            &mut held,
+        )
+        .await;
+        assert!(at.is_ok());
+        let mut held = None;
+        let past = read_body(
+            Body::from(vec![0u8; MAX_REQUEST_BODY_BYTES + 1]),
+            &budget,
+            &mut held,
+        )
+        .await;
+        assert!(matches!(past, Err(BodyError::TooLarge)));
+    }
 }
