@@ -352,8 +352,15 @@ async fn one_account_cannot_take_every_database_connection() {
         "{:?}",
         started.elapsed()
     );
-    // Past the queue wait: Alice's calls beyond her cap have been refused by now.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Alice's calls beyond her cap are refused once they have waited the queue wait.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while flood.iter().filter(|call| call.is_finished()).count() < 14 {
+        assert!(
+            Instant::now() < deadline,
+            "the calls past the cap were not refused"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     lock.rollback().await.unwrap();
     let mut statuses = Vec::new();
     for call in flood {

@@ -56,6 +56,8 @@ pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 /// its body timeout (then `408`). 64 MiB is over 400 of the largest legitimate bodies at once and
 /// thousands of ordinary ones.
 pub const MAX_BUFFERED_BODY_BYTES: usize = 64 * 1024 * 1024;
+/// How often a flood of refused connections is logged.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 /// The most time spent writing the refusal to a connection past the cap.
 const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -91,6 +93,9 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
+    // Refusals are logged at most once per REFUSAL_LOG_EVERY, with the running count.
+    let mut refused: u64 = 0;
+    let mut last_refusal_log = None;
     loop {
         let (stream, _peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -102,6 +107,16 @@ pub async fn serve(
             }
         };
         let Ok(permit) = permits.clone().try_acquire_owned() else {
+            refused += 1;
+            if last_refusal_log.is_none_or(|t: std::time::Instant| t.elapsed() >= REFUSAL_LOG_EVERY)
+            {
+                tracing::warn!(
+                    refused,
+                    max = limits.max_connections,
+                    "HTTP connections refused: at the connection cap"
+                );
+                last_refusal_log = Some(std::time::Instant::now());
+            }
             tokio::spawn(refuse(stream));
             continue;
         };
@@ -120,7 +135,6 @@ pub async fn serve(
 
 /// The answer to a connection past the cap: a complete 503 written without reading anything.
 async fn refuse(mut stream: TcpStream) {
-    tracing::warn!("HTTP connection refused: at the connection cap");
     let body =
         serde_json::to_string(&RpcError::new(503, "CONNECTIONS_TOO_MUCH")).unwrap_or_default();
     let answer = format!(
