@@ -47,7 +47,7 @@ pub async fn updates(
     let gateway = state.gateway.clone();
     // Held by the session (or dropped with the closure if the upgrade never happens).
     let Some(slot) = gateway.push_sockets.try_open(caller.user_id) else {
-        tracing::warn!(user_id = %caller.user_id, "push socket refused: the account is at its cap");
+        tracing::debug!(user_id = %caller.user_id, "push socket refused: the account is at its cap");
         return RpcFailure(
             RpcError::new(429, "PUSH_SOCKETS_TOO_MUCH")
                 .with_detail("this account has the most push sockets open it may; close one first"),
