@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use domain::access_hash::AccessHashKey;
 
+use crate::account_concurrency::{self, AccountConcurrency};
 use crate::ports::{Accounts, RateLimiter, Store};
 
 /// Settings the handlers need.
@@ -9,11 +10,20 @@ use crate::ports::{Accounts, RateLimiter, Store};
 pub struct AppConfig {
     /// `POST /v1/auth/login` without a code.
     pub dev_login: bool,
+    /// Calls one account may have in flight at once (0: no cap); see [`AccountConcurrency`].
+    pub max_concurrent_requests_per_account: u32,
+    /// How long a call past that cap waits for a place before `FLOOD_WAIT_1`.
+    pub account_queue_wait: std::time::Duration,
 }
 
 impl Default for AppConfig {
     fn default() -> Self {
-        Self { dev_login: true }
+        Self {
+            dev_login: true,
+            max_concurrent_requests_per_account:
+                account_concurrency::DEFAULT_MAX_CONCURRENT_REQUESTS,
+            account_queue_wait: account_concurrency::DEFAULT_QUEUE_WAIT,
+        }
     }
 }
 
@@ -25,6 +35,7 @@ pub struct App {
     pub(crate) limiter: Arc<dyn RateLimiter>,
     pub(crate) keys: AccessHashKey,
     pub(crate) config: AppConfig,
+    account_requests: AccountConcurrency,
 }
 
 impl App {
@@ -35,13 +46,24 @@ impl App {
         keys: AccessHashKey,
         config: AppConfig,
     ) -> Self {
+        let account_requests = AccountConcurrency::new(
+            config.max_concurrent_requests_per_account,
+            config.account_queue_wait,
+        );
         Self {
             store,
             accounts,
             limiter,
             keys,
             config,
+            account_requests,
         }
+    }
+
+    /// The per-account cap on calls in flight, shared by every front of this process: take a
+    /// permit after authenticating a call and hold it until its answer is ready.
+    pub fn account_requests(&self) -> &AccountConcurrency {
+        &self.account_requests
     }
 
     pub fn access_hash_key(&self) -> &AccessHashKey {

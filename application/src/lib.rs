@@ -2,6 +2,7 @@
 //! a [`Caller`] and a request whose fields are the TL method's parameters, and answer with TL-shaped
 //! objects from [`tl`] that both fronts (JSON and MTProto) present as they need.
 
+pub mod account_concurrency;
 pub mod app;
 pub mod caller;
 pub mod clock;
@@ -13,6 +14,7 @@ pub mod queries;
 pub mod resolve;
 pub mod tl;
 
+pub use account_concurrency::AccountConcurrency;
 pub use app::{App, AppConfig};
 pub use caller::Caller;
 pub use error::AppError;

@@ -14,6 +14,10 @@ use crate::caller::Caller;
 pub enum StoreError {
     #[error("database: {0}")]
     Database(String),
+    /// The database took too long: a statement cancelled by `statement_timeout`, a transaction
+    /// ended for idling, or no connection free in time. Answered `503 TIMEOUT` (retry).
+    #[error("database timed out: {0}")]
+    Timeout(String),
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
     #[error("the log of user {0} is full (pts or box id would overflow int4)")]
@@ -401,4 +405,9 @@ pub trait Accounts: Send + Sync {
 pub trait RateLimiter: Send + Sync {
     /// Counts `sends` more sends for the user; `Err(seconds)` when the window is full.
     async fn check_send(&self, user: UserId, sends: u32) -> Result<(), u32>;
+    /// Counts the distinct phone numbers (normalized, no duplicates in `phones`) the user looks up
+    /// by `contacts.resolvePhone` or `contacts.importContacts`. Answers, per phone, whether it may be
+    /// looked up: numbers already counted in the window are free, new ones are allowed while the
+    /// window has room. `Err(seconds until the window ends)` when none of them may.
+    async fn check_phone_lookups(&self, user: UserId, phones: &[String]) -> Result<Vec<bool>, u32>;
 }

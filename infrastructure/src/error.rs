@@ -4,8 +4,19 @@
 use application::ports::StoreError;
 use projections::ProjectionError;
 
+/// Postgres cancelled the statement (`statement_timeout`, SQLSTATE 57014) or ended an idle
+/// transaction (`idle_in_transaction_session_timeout`, 25P03); no connection came free in time.
 pub fn db_error(e: sqlx::Error) -> StoreError {
-    StoreError::Database(e.to_string())
+    let timed_out = match &e {
+        sqlx::Error::Database(d) => matches!(d.code().as_deref(), Some("57014" | "25P03")),
+        sqlx::Error::PoolTimedOut => true,
+        _ => false,
+    };
+    if timed_out {
+        StoreError::Timeout(e.to_string())
+    } else {
+        StoreError::Database(e.to_string())
+    }
 }
 
 pub fn projection_error(e: ProjectionError) -> StoreError {

@@ -1,12 +1,18 @@
 //! [`RateLimiter`] over Redis, so every instance shares one count per user.
 //!
-//! A fixed 60-second window: the key `{prefix}ratelimit:messages:send:{user}:{window_start}` is
-//! incremented by the number of sends and expires after the window. A limit of 0 turns limiting off.
+//! Sends: a fixed 60-second window; the key `{prefix}ratelimit:messages:send:{user}:{window_start}`
+//! is incremented by the number of sends and expires after the window. A limit of 0 turns limiting
+//! off.
 //!
-//! If Redis is unreachable, slow or failing, sends are ALLOWED (fail open) and a warning is logged:
+//! Phone look-ups (`contacts.resolvePhone`, `contacts.importContacts`): a fixed one-day window; the
+//! set `{prefix}ratelimit:contacts:phones:{user}:{window_start}` holds the distinct numbers the user
+//! looked up in it (at most the limit), so looking up a number again is free and enumerating new
+//! ones is capped. A limit of 0 turns it off.
+//!
+//! If Redis is unreachable, slow or failing, calls are ALLOWED (fail open) and a warning is logged:
 //! losing the limit for a while is better than losing messaging. Every call is bounded by
 //! [`CALL_TIMEOUT`], and after a failed connection attempt no new one is made for
-//! [`RECONNECT_BACKOFF`], so a down Redis neither hangs nor slows sends.
+//! [`RECONNECT_BACKOFF`], so a down Redis neither hangs nor slows calls.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -18,6 +24,13 @@ use redis::Script;
 use tokio::sync::Mutex;
 
 const WINDOW_SECS: u64 = 60;
+/// The window of the phone look-up limit: Telegram's own contact-import limits are per day.
+pub const PHONE_LOOKUP_WINDOW_SECS: u64 = 24 * 60 * 60;
+/// Distinct phone numbers one account may look up per [`PHONE_LOOKUP_WINDOW_SECS`] unless
+/// configured otherwise (`PTSLOG_PHONE_LOOKUPS_PER_DAY`): one full `contacts.importContacts` batch
+/// (`MAX_IMPORT_CONTACTS`, 1000) fits, so a real phone book imports in one day, while enumerating
+/// the number space is bounded to 1000 numbers per account per day.
+pub const DEFAULT_PHONE_LOOKUPS_PER_DAY: u32 = 1000;
 /// The most one check may take, connecting included.
 pub const CALL_TIMEOUT: Duration = Duration::from_millis(200);
 /// How long to wait after a failed connection attempt before trying again.
@@ -33,6 +46,30 @@ end
 return n
 ";
 
+/// Per phone (ARGV[3..]), 1 if it may be looked up: already in the set, or added while the set is
+/// below the limit (ARGV[1]); the set's TTL (ARGV[2]) is set when it is created.
+const PHONES_SCRIPT: &str = r"
+local limit = tonumber(ARGV[1])
+local card = redis.call('SCARD', KEYS[1])
+local created = card == 0
+local allowed = {}
+for i = 3, #ARGV do
+  if redis.call('SISMEMBER', KEYS[1], ARGV[i]) == 1 then
+    allowed[#allowed + 1] = 1
+  elseif card < limit then
+    redis.call('SADD', KEYS[1], ARGV[i])
+    card = card + 1
+    allowed[#allowed + 1] = 1
+  else
+    allowed[#allowed + 1] = 0
+  end
+end
+if created and card > 0 then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+end
+return allowed
+";
+
 struct Connection {
     manager: Option<ConnectionManager>,
     last_attempt: Option<Instant>,
@@ -42,7 +79,9 @@ pub struct RedisRateLimiter {
     client: redis::Client,
     prefix: String,
     limit_per_minute: u32,
+    phone_lookups_per_day: u32,
     script: Script,
+    phones_script: Script,
     connection: Mutex<Connection>,
 }
 
@@ -57,12 +96,80 @@ impl RedisRateLimiter {
             client: redis::Client::open(url)?,
             prefix: prefix.into(),
             limit_per_minute,
+            phone_lookups_per_day: DEFAULT_PHONE_LOOKUPS_PER_DAY,
             script: Script::new(COUNT_SCRIPT),
+            phones_script: Script::new(PHONES_SCRIPT),
             connection: Mutex::new(Connection {
                 manager: None,
                 last_attempt: None,
             }),
         })
+    }
+
+    /// Sets the phone look-up limit (distinct numbers per day; 0 turns it off).
+    pub fn with_phone_lookups_per_day(mut self, limit: u32) -> Self {
+        self.phone_lookups_per_day = limit;
+        self
+    }
+
+    /// [`RateLimiter::check_phone_lookups`] as of `now` (unix seconds).
+    pub async fn check_phone_lookups_at(
+        &self,
+        user: UserId,
+        phones: &[String],
+        now: u64,
+    ) -> Result<Vec<bool>, u32> {
+        let all = vec![true; phones.len()];
+        if self.phone_lookups_per_day == 0 || phones.is_empty() {
+            return Ok(all);
+        }
+        let window_start = now - now % PHONE_LOOKUP_WINDOW_SECS;
+        let key = format!(
+            "{}ratelimit:contacts:phones:{}:{}",
+            self.prefix, user, window_start
+        );
+        let call = async {
+            let Some(mut conn) = self.connection().await else {
+                return Ok(None);
+            };
+            let mut invocation = self.phones_script.key(&key);
+            invocation
+                .arg(self.phone_lookups_per_day)
+                .arg(PHONE_LOOKUP_WINDOW_SECS + 60);
+            for phone in phones {
+                invocation.arg(phone);
+            }
+            let flags: Result<Vec<i64>, redis::RedisError> =
+                invocation.invoke_async(&mut conn).await;
+            flags.map(Some)
+        };
+        let allowed = match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            Ok(Ok(Some(flags))) if flags.len() == phones.len() => flags,
+            Ok(Ok(Some(_))) => {
+                tracing::warn!(
+                    "phone look-up limit not checked: Redis answered the wrong shape; allowing"
+                );
+                return Ok(all);
+            }
+            Ok(Ok(None)) => return Ok(all),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "phone look-up limit not checked: Redis failed; allowing the look-up");
+                return Ok(all);
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "phone look-up limit not checked: Redis timed out; allowing the look-up"
+                );
+                return Ok(all);
+            }
+        };
+        if allowed.iter().all(|f| *f == 0) {
+            let left = (window_start + PHONE_LOOKUP_WINDOW_SECS)
+                .saturating_sub(now)
+                .max(1);
+            return Err(u32::try_from(left).unwrap_or(u32::MAX));
+        }
+        Ok(allowed.into_iter().map(|f| f == 1).collect())
     }
 
     /// [`RateLimiter::check_send`] as of `now` (unix seconds), for callers and tests that own the clock.
@@ -143,10 +250,17 @@ impl RedisRateLimiter {
 #[async_trait]
 impl RateLimiter for RedisRateLimiter {
     async fn check_send(&self, user: UserId, sends: u32) -> Result<(), u32> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        self.check_send_at(user, sends, now).await
+        self.check_send_at(user, sends, unix_now()).await
     }
+
+    async fn check_phone_lookups(&self, user: UserId, phones: &[String]) -> Result<Vec<bool>, u32> {
+        self.check_phone_lookups_at(user, phones, unix_now()).await
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }

@@ -43,6 +43,9 @@ pub struct Config {
     /// `PTSLOG_PUSH_BUFFER` (default 256): frames buffered per connected device before it gets
     /// `updatesTooLong`.
     pub push_buffer: usize,
+    /// The HTTP front's, the serving pool's and each account's limits, timeouts and caps
+    /// (`PTSLOG_HTTP_*`, `PTSLOG_DB_*_TIMEOUT_MS`, `PTSLOG_ACCOUNT_*`, `PTSLOG_PHONE_LOOKUPS_PER_DAY`).
+    pub limits: crate::serving_limits::ServingLimits,
     /// `PTSLOG_MTPROTO_ADDR` (default 127.0.0.1:8443; `off` disables): the MTProto listener that
     /// `ptslog serve` starts.
     pub mtproto_addr: Option<SocketAddr>,
@@ -169,6 +172,7 @@ impl Config {
                 Some(n) => n,
                 None => 256,
             },
+            limits: crate::serving_limits::ServingLimits::from_vars(vars)?,
             mtproto_addr: match get("PTSLOG_MTPROTO_ADDR") {
                 Some("off") => None,
                 other => Some(

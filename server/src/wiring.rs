@@ -1,6 +1,5 @@
 //! Builds the application from configuration and starts the HTTP front.
 
-use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
@@ -26,13 +25,22 @@ pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
     Ok((app, pool))
 }
 
+/// Connections of the admin pool: an operator's export or status read, rarely more than one.
+const ADMIN_POOL_CONNECTIONS: u32 = 2;
+
 async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<dyn Store>)> {
-    let pool = infrastructure::connect(&config.database_url, config.db_max_connections)
-        .await
-        .with_context(|| format!("connecting to Postgres at {}", redact(&config.database_url)))?;
-    infrastructure::migrate(&pool)
-        .await
-        .context("applying migrations")?;
+    let pool = infrastructure::postgres::connect_with(
+        &config.database_url,
+        config.db_max_connections,
+        config.limits.db,
+    )
+    .await
+    .with_context(|| format!("connecting to Postgres at {}", redact(&config.database_url)))?;
+    // Migrations may run long statements (an index on a big table): not on the serving pool.
+    let unbounded = admin_pool(config)?;
+    let migrated = infrastructure::migrate(&unbounded).await;
+    unbounded.close().await;
+    migrated.context("applying migrations")?;
     let keys = access_hash_key(&pool)
         .await
         .context("loading the access hash key")?;
@@ -41,7 +49,8 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
         config.redis_prefix.clone(),
         config.send_rate_per_minute,
     )
-    .context("setting up the Redis rate limiter")?;
+    .context("setting up the Redis rate limiter")?
+    .with_phone_lookups_per_day(config.limits.phone_lookups_per_day);
     let store: Arc<dyn Store> = Arc::new(PgStore::new(pool.clone()));
     let app = App::new(
         store.clone(),
@@ -50,9 +59,27 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
         keys,
         AppConfig {
             dev_login: config.dev_login,
+            max_concurrent_requests_per_account: config.limits.account_max_concurrent_requests,
+            account_queue_wait: config.limits.account_queue_wait,
         },
     );
     Ok((app, pool, store))
+}
+
+/// A pool without the serving pool's `statement_timeout` (its idle-in-transaction timeout kept),
+/// connected on first use: for migrations and the admin endpoints, whose export is one statement
+/// that streams for as long as the log is long.
+fn admin_pool(config: &Config) -> anyhow::Result<PgPool> {
+    let timeouts = infrastructure::postgres::SessionTimeouts {
+        statement: None,
+        ..config.limits.db
+    };
+    infrastructure::postgres::connect_lazy_with(
+        &config.database_url,
+        ADMIN_POOL_CONNECTIONS,
+        timeouts,
+    )
+    .with_context(|| format!("the admin pool for {}", redact(&config.database_url)))
 }
 
 /// A started server.
@@ -138,6 +165,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         store,
         app.access_hash_key().clone(),
         config.push_buffer,
+        config.limits.account_max_push_sockets,
     ));
     let relay_status = Arc::new(RelayStatus::new(if config.relay {
         sink_kind(config)
@@ -164,10 +192,13 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let admin = config
         .admin_token
         .clone()
-        .map(|token| http::admin::AdminState {
-            pool: pool.clone(),
-            token: Arc::new(token),
-        });
+        .map(|token| {
+            admin_pool(config).map(|pool| http::admin::AdminState {
+                pool,
+                token: Arc::new(token),
+            })
+        })
+        .transpose()?;
     // Apart from the public listener when PTSLOG_ADMIN_ADDR says so.
     let (public_admin, admin_listener) = match (admin, config.admin_addr) {
         (Some(admin), Some(admin_addr)) => {
@@ -191,13 +222,14 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         admin: public_admin,
     });
     // One task serves both listeners, so aborting it stops both.
+    let limits = config.limits.http;
     let task = tokio::spawn(async move {
         match admin_listener {
-            None => axum::serve(listener, router).await,
+            None => http::serve::serve(listener, router, limits).await,
             Some((admin_listener, admin_router)) => {
                 tokio::try_join!(
-                    axum::serve(listener, router).into_future(),
-                    axum::serve(admin_listener, admin_router).into_future()
+                    http::serve::serve(listener, router, limits),
+                    http::serve::serve(admin_listener, admin_router, limits)
                 )?;
                 Ok(())
             }

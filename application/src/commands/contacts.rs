@@ -1,7 +1,11 @@
 //! `contacts.importContacts`, `contacts.addContact`, `contacts.deleteContacts`, `contacts.resetSaved`
 //! and `messages.hidePeerSettingsBar`: the owner's contacts (under the owner's names for them) and
 //! the action bar of a chat. Each change is an event of the owner's log; the other side's log is
-//! untouched. A repeat that changes nothing appends nothing.
+//! untouched. A repeat that changes nothing appends nothing. The phones `contacts.importContacts`
+//! looks up count against the owner's phone look-up limit: those past it come back in
+//! `retry_contacts`, and a call none of whose phones may be looked up gets `FLOOD_WAIT_X`.
+
+use std::collections::HashSet;
 
 use domain::events::{
     ContactDeleted, ContactSaved, ContactsReset, PeerSettings, PeerSettingsFlags, UserEvent,
@@ -92,6 +96,32 @@ impl App {
         Ok((first, last))
     }
 
+    /// The phones (valid ones, each once) the owner may look up now under its phone look-up
+    /// limit; `FLOOD_WAIT_X` when there are some and none may.
+    async fn allowed_phone_lookups(
+        &self,
+        owner: UserId,
+        phones: &[Option<String>],
+    ) -> Result<HashSet<String>, AppError> {
+        let mut distinct: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+        for phone in phones.iter().flatten() {
+            if seen.insert(phone.as_str()) {
+                distinct.push(phone.clone());
+            }
+        }
+        let flags = self
+            .limiter
+            .check_phone_lookups(owner, &distinct)
+            .await
+            .map_err(AppError::FloodWait)?;
+        Ok(distinct
+            .into_iter()
+            .zip(flags)
+            .filter_map(|(phone, ok)| ok.then_some(phone))
+            .collect())
+    }
+
     /// The `updates` answer of a contact change: one update per appended event.
     async fn contact_updates(
         &self,
@@ -123,12 +153,24 @@ impl App {
             return Err(DomainError::LimitInvalid.into());
         }
         // Phones of no account are not kept (there is no one to add); invalid phones likewise.
+        let phones: Vec<Option<String>> = req
+            .contacts
+            .iter()
+            .map(|c| normalize_phone(&c.phone).ok())
+            .collect();
+        let allowed = self.allowed_phone_lookups(owner, &phones).await?;
+        let mut retry_contacts = Vec::new();
         let mut found: Vec<(i64, ContactSaved)> = Vec::new();
         let date = unix_now();
-        for c in &req.contacts {
-            let Ok(phone) = normalize_phone(&c.phone) else {
+        for (c, phone) in req.contacts.iter().zip(phones) {
+            let Some(phone) = phone else {
                 continue;
             };
+            if !allowed.contains(&phone) {
+                // Past the look-up limit: Telegram's way to say "import this one later".
+                retry_contacts.push(c.client_id);
+                continue;
+            }
             let Some(user) = self.store.user_by_phone(&phone).await? else {
                 continue;
             };
@@ -181,7 +223,7 @@ impl App {
         Ok(ImportedContacts {
             imported,
             popular_invites: Vec::new(),
-            retry_contacts: Vec::new(),
+            retry_contacts,
             users,
         })
     }

@@ -1,4 +1,5 @@
-//! `contacts.resolvePhone`: how one account finds another (and learns its access hash).
+//! `contacts.resolvePhone`: how one account finds another (and learns its access hash). Each
+//! number counts against the caller's phone look-up limit (`FLOOD_WAIT_X` past it).
 
 use domain::DomainError;
 use serde::Deserialize;
@@ -20,6 +21,11 @@ impl App {
         req: ResolvePhone,
     ) -> Result<ResolvedPeer, AppError> {
         let phone = normalize_phone(&req.phone)?;
+        // Every number tried counts, found or not: that is what enumeration tries.
+        self.limiter
+            .check_phone_lookups(caller.user_id, std::slice::from_ref(&phone))
+            .await
+            .map_err(AppError::FloodWait)?;
         let record = self
             .store
             .user_by_phone(&phone)

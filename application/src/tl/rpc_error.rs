@@ -4,6 +4,7 @@ use domain::DomainError;
 use serde::Serialize;
 
 use crate::error::AppError;
+use crate::ports::StoreError;
 
 /// TL `rpc_error`: a code (also the JSON API's HTTP status) and an upper-case message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -109,6 +110,8 @@ impl From<&AppError> for RpcError {
             AppError::FloodWait(secs) => RpcError::new(420, format!("FLOOD_WAIT_{secs}")),
             AppError::Forbidden(name) => RpcError::new(403, *name),
             AppError::Unauthorized => RpcError::unauthorized(),
+            // Telegram's answer when a call takes too long on its side; clients retry it.
+            AppError::Store(StoreError::Timeout(_)) => RpcError::new(503, "TIMEOUT"),
             AppError::Store(_) => RpcError::internal(),
         }
     }

@@ -12,18 +12,92 @@ pub mod write_tx;
 use std::time::Duration;
 
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgPool};
 
 static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 
-/// A pool of at most `max_conns` connections.
+/// The longest one statement of the serving pool may run before Postgres cancels it
+/// (`PTSLOG_DB_STATEMENT_TIMEOUT_MS`; answered `503 TIMEOUT`). The slowest statement an RPC runs
+/// is a search or a 100-event getDifference page, well under a second on a loaded server; 10 s
+/// means something waits on a lock or the database is in trouble, and the connection is better
+/// given back.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a serving connection may sit idle inside a transaction before Postgres ends the
+/// session (`PTSLOG_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS`). Handlers never wait on anything but the
+/// database inside a transaction, so an idle one is a stuck or cancelled task whose locks would
+/// otherwise block the accounts it locked.
+pub const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a call waits for a free connection of the pool.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Postgres session settings applied to every connection of a pool; `None` leaves the server's
+/// default (usually no limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTimeouts {
+    pub statement: Option<Duration>,
+    pub idle_in_transaction: Option<Duration>,
+}
+
+impl SessionTimeouts {
+    /// The serving pool's defaults.
+    pub const SERVING: SessionTimeouts = SessionTimeouts {
+        statement: Some(DEFAULT_STATEMENT_TIMEOUT),
+        idle_in_transaction: Some(DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT),
+    };
+
+    fn apply(&self, mut options: PgConnectOptions) -> PgConnectOptions {
+        // Sent in the startup packet (`-c name=value`): no extra round trip per connection, and
+        // a statement's own `SET LOCAL` can still raise it for one transaction.
+        let mut settings = Vec::new();
+        if let Some(t) = self.statement {
+            settings.push(("statement_timeout", millis(t)));
+        }
+        if let Some(t) = self.idle_in_transaction {
+            settings.push(("idle_in_transaction_session_timeout", millis(t)));
+        }
+        if !settings.is_empty() {
+            options = options.options(settings);
+        }
+        options
+    }
+}
+
+/// Postgres reads a bare number as milliseconds; 0 would mean "no limit", so at least 1.
+fn millis(d: Duration) -> String {
+    d.as_millis().clamp(1, i32::MAX as u128).to_string()
+}
+
+/// A pool of at most `max_conns` connections with the server's default session settings: for the
+/// CLI's long-running commands (migrations, rebuilds, exports) and tests.
 pub async fn connect(url: &str, max_conns: u32) -> Result<PgPool, sqlx::Error> {
+    connect_with(url, max_conns, SessionTimeouts::default()).await
+}
+
+/// A pool of at most `max_conns` connections whose sessions carry `timeouts`; connects at once.
+pub async fn connect_with(
+    url: &str,
+    max_conns: u32,
+    timeouts: SessionTimeouts,
+) -> Result<PgPool, sqlx::Error> {
+    let options = timeouts.apply(url.parse()?);
+    pool_options(max_conns).connect_with(options).await
+}
+
+/// As [`connect_with`], but connections are made on first use.
+pub fn connect_lazy_with(
+    url: &str,
+    max_conns: u32,
+    timeouts: SessionTimeouts,
+) -> Result<PgPool, sqlx::Error> {
+    let options = timeouts.apply(url.parse()?);
+    Ok(pool_options(max_conns).connect_lazy_with(options))
+}
+
+fn pool_options(max_conns: u32) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(max_conns.max(1))
-        .acquire_timeout(Duration::from_secs(10))
-        .connect(url)
-        .await
+        .acquire_timeout(ACQUIRE_TIMEOUT)
 }
 
 /// Applies pending migrations. Safe when several processes start at once: sqlx's migrator holds a

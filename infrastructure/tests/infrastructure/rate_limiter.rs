@@ -60,3 +60,75 @@ async fn unreachable_redis_fails_open_quickly() {
         started.elapsed()
     );
 }
+
+fn phones(list: &[&str]) -> Vec<String> {
+    list.iter().map(|p| p.to_string()).collect()
+}
+
+#[tokio::test]
+async fn phone_lookups_allow_exactly_the_limit_of_distinct_numbers() {
+    use infrastructure::redis_rate_limiter::PHONE_LOOKUP_WINDOW_SECS as DAY;
+    let limiter = RedisRateLimiter::new(&redis_url(), prefix(), 0)
+        .unwrap()
+        .with_phone_lookups_per_day(3);
+    let user = fresh_user();
+    // 100 s into a day's window.
+    let now = 1_700_000_000 - 1_700_000_000 % DAY + 100;
+    let at = |list: &'static [&'static str]| {
+        let limiter = &limiter;
+        async move {
+            limiter
+                .check_phone_lookups_at(user, &phones(list), now)
+                .await
+        }
+    };
+    assert_eq!(at(&["+1", "+2"]).await, Ok(vec![true, true]));
+    // The third new number fits, the fourth does not; known ones are free.
+    assert_eq!(at(&["+3", "+4", "+1"]).await, Ok(vec![true, false, true]));
+    assert_eq!(at(&["+4"]).await, Err(u32::try_from(DAY - 100).unwrap()));
+    assert_eq!(at(&["+2", "+3"]).await, Ok(vec![true, true]));
+    // Another user, and the next window, start afresh.
+    let other = limiter
+        .check_phone_lookups_at(fresh_user(), &phones(&["+4", "+5", "+6"]), now)
+        .await;
+    assert_eq!(other, Ok(vec![true; 3]));
+    let tomorrow = limiter
+        .check_phone_lookups_at(user, &phones(&["+4"]), now - 100 + DAY)
+        .await;
+    assert_eq!(tomorrow, Ok(vec![true]));
+    // The real clock works the same way.
+    assert_eq!(
+        limiter
+            .check_phone_lookups(fresh_user(), &phones(&["+1"]))
+            .await,
+        Ok(vec![true])
+    );
+}
+
+#[tokio::test]
+async fn phone_lookups_fail_open_without_redis_and_zero_is_off() {
+    let down = RedisRateLimiter::new("redis://127.0.0.1:1", prefix(), 0)
+        .unwrap()
+        .with_phone_lookups_per_day(1);
+    let started = Instant::now();
+    for n in 0..5 {
+        let phone = phones(&[&format!("+{n}")]);
+        assert_eq!(
+            down.check_phone_lookups(fresh_user(), &phone).await,
+            Ok(vec![true])
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let off = RedisRateLimiter::new(&redis_url(), prefix(), 0)
+        .unwrap()
+        .with_phone_lookups_per_day(0);
+    let user = fresh_user();
+    for n in 0..20 {
+        let phone = phones(&[&format!("+{n}")]);
+        assert_eq!(off.check_phone_lookups(user, &phone).await, Ok(vec![true]));
+    }
+}

@@ -6,6 +6,7 @@ mod device_channel;
 mod fanout;
 pub mod histogram;
 pub mod metrics;
+pub mod push_sockets;
 pub mod session;
 mod user_cache;
 
@@ -25,10 +26,18 @@ pub struct Gateway {
     pub metrics: Arc<GatewayMetrics>,
     /// Frames buffered per device before `updatesTooLong`.
     pub push_buffer: usize,
+    /// The cap on push sockets per account.
+    pub push_sockets: Arc<push_sockets::PushSockets>,
 }
 
 impl Gateway {
-    pub fn new(store: Arc<dyn Store>, keys: AccessHashKey, push_buffer: usize) -> Self {
+    /// `max_push_sockets_per_account` of 0 turns that cap off.
+    pub fn new(
+        store: Arc<dyn Store>,
+        keys: AccessHashKey,
+        push_buffer: usize,
+        max_push_sockets_per_account: usize,
+    ) -> Self {
         let hub = Arc::new(Hub::new());
         let metrics = Arc::new(GatewayMetrics::default());
         let fanout = Arc::new(Fanout {
@@ -43,6 +52,7 @@ impl Gateway {
             fanout,
             metrics,
             push_buffer,
+            push_sockets: Arc::new(push_sockets::PushSockets::new(max_push_sockets_per_account)),
         }
     }
 }

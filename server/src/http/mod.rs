@@ -9,6 +9,7 @@ mod login;
 pub mod ops;
 pub(crate) mod reply;
 pub(crate) mod rpc;
+pub mod serve;
 mod updates;
 
 pub use rpc::METHODS;

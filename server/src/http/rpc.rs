@@ -102,6 +102,8 @@ pub async fn rpc(
         return Err(RpcFailure(RpcError::method_invalid(&method)));
     }
     let caller = caller(&state.app, &headers).await?;
+    // Held until the answer is ready: one account cannot hold every database connection.
+    let _permit = state.app.account_requests().acquire(caller.user_id).await?;
     dispatch(&state.app, &caller, &method, &body)
         .await
         .map(Json)

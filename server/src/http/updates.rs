@@ -1,4 +1,5 @@
-//! `GET /v1/updates`: the device's WebSocket of live pushes (docs/json-api.md, "Live updates").
+//! `GET /v1/updates`: the device's WebSocket of live pushes (docs/json-api.md, "Live updates"). At
+//! most `PTSLOG_ACCOUNT_MAX_PUSH_SOCKETS` per account: one more is refused with HTTP 429.
 
 use std::collections::HashMap;
 
@@ -44,9 +45,21 @@ pub async fn updates(
         Err(e) => return RpcFailure::from(e).into_response(),
     };
     let gateway = state.gateway.clone();
+    // Held by the session (or dropped with the closure if the upgrade never happens).
+    let Some(slot) = gateway.push_sockets.try_open(caller.user_id) else {
+        tracing::debug!(user_id = %caller.user_id, "push socket refused: the account is at its cap");
+        return RpcFailure(
+            RpcError::new(429, "PUSH_SOCKETS_TOO_MUCH")
+                .with_detail("this account has the most push sockets open it may; close one first"),
+        )
+        .into_response();
+    };
     ws.read_buffer_size(READ_BUFFER_BYTES)
         .write_buffer_size(WRITE_BUFFER_BYTES)
         .max_message_size(MAX_INCOMING_MESSAGE_BYTES)
         .max_frame_size(MAX_INCOMING_MESSAGE_BYTES)
-        .on_upgrade(move |socket| session::run(gateway, caller, socket))
+        .on_upgrade(move |socket| async move {
+            session::run(gateway, caller, socket).await;
+            drop(slot);
+        })
 }
