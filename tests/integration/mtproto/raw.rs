@@ -20,6 +20,9 @@ use tokio::net::TcpStream;
 
 use super::Setup;
 
+#[path = "push_once.rs"]
+mod push_once;
+
 const WAIT: Duration = Duration::from_secs(30);
 
 fn now_ms() -> i64 {
