@@ -95,6 +95,16 @@ pub fn render(ops: &Ops) -> String {
             get(&m.call_errors),
         );
         metric(&mut out, "ptslog_mtproto_refused_total", "counter", "MTProto connections closed for bad input (malformed frame, unknown key, undecryptable packet, refused handshake step).", get(&m.refused));
+        let _ = writeln!(
+            out,
+            "# HELP ptslog_mtproto_unknown_constructor_calls_total MTProto calls refused with INPUT_METHOD_INVALID, by the constructor id the server does not know (at most 256 ids, the rest as \"other\").\n# TYPE ptslog_mtproto_unknown_constructor_calls_total counter"
+        );
+        for (constructor, n) in m.unknown_constructors.snapshot() {
+            let _ = writeln!(
+                out,
+                "ptslog_mtproto_unknown_constructor_calls_total{{constructor=\"{constructor}\"}} {n}"
+            );
+        }
     }
     if let Some(consumer) = &ops.consumer {
         let h = consumer.health();

@@ -775,3 +775,156 @@ async fn max_id_bounds_the_deletion() {
     assert_eq!(affected_history(&r), (pa + 3, 0, 0));
     s.stop().await;
 }
+
+/// The peers of `user`'s dialogs as `events state` folds its log (at `at`, or at the head).
+async fn folded_peers(s: &TestServer, user: i64, at: Option<i32>) -> Vec<i64> {
+    let user = domain::UserId::new(user).unwrap();
+    let fold = ptslog_server::events::state::fold(&s.pool, user, at)
+        .await
+        .expect("fold");
+    let state = ptslog_server::events::state::to_json(user, &fold);
+    state["dialogs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["peer_id"].as_i64().unwrap())
+        .collect()
+}
+
+/// The dialog is gone from getDialogs, from `events state` and after a rebuild of the read models.
+async fn assert_dialog_gone(s: &TestServer, d: &Device, peer_id: i64) {
+    assert!(
+        dialog(d, peer_id).await.is_none(),
+        "getDialogs still lists it"
+    );
+    assert!(!folded_peers(s, d.user_id, None).await.contains(&peer_id));
+}
+
+#[tokio::test]
+async fn delete_chat_on_a_cleared_chat_removes_both_dialogs_for_every_device() {
+    let Chat {
+        s,
+        alice,
+        bob,
+        to_bob,
+        to_alice,
+        ..
+    } = chat().await;
+    alice.send(&to_bob, "one").await; // Alice 2; Bob 3
+    bob.send(&to_alice, "two").await; // Bob 4; Alice 3
+                                      // Alice's second device and Bob's are offline: they learn it from getDifference.
+    let alice_phone = s.login("+15552001", "Alice").await;
+    let r = alice
+        .rpc(
+            "messages.deleteHistory",
+            json!({"just_clear": true, "revoke": true, "peer": to_bob}),
+        )
+        .await;
+    assert_eq!(affected_history(&r).1, 2);
+    let (d, _) = dialog(&bob, alice.user_id)
+        .await
+        .expect("just_clear keeps the peer's empty dialog too");
+    assert_eq!(d["top_message"], 0);
+    let (pa, pb) = (pts(&alice).await, pts(&bob).await);
+
+    // "Delete chat" on the cleared chat: one pts each, an empty batch, and both dialogs go.
+    let r = alice
+        .rpc(
+            "messages.deleteHistory",
+            json!({"revoke": true, "peer": to_bob}),
+        )
+        .await;
+    assert_eq!(affected_history(&r), (pa + 1, 1, 0));
+    assert_dialog_gone(&s, &alice, bob.user_id).await;
+    assert_dialog_gone(&s, &bob, alice.user_id).await;
+    for (device, from, own) in [(&alice_phone, pa, pa + 1), (&bob, pb, pb + 1)] {
+        let diff = difference(device, from).await;
+        assert_eq!(deletions(&diff), vec![(vec![], own, 1)], "{diff}");
+        assert_eq!(diff["state"]["pts"], own);
+    }
+    // `events state` just before it still had the empty dialog.
+    assert!(folded_peers(&s, alice.user_id, Some(pa as i32))
+        .await
+        .contains(&bob.user_id));
+
+    // Again: nothing left to remove, nothing appended.
+    let r = alice
+        .rpc(
+            "messages.deleteHistory",
+            json!({"revoke": true, "peer": to_bob}),
+        )
+        .await;
+    assert_eq!(affected_history(&r), (pa + 1, 0, 0));
+    assert_eq!(pts(&bob).await, pb + 1);
+
+    // The read models are what the log replays to, before and after a rebuild.
+    assert_projections_clean(&s).await;
+    projections::rebuild::rebuild_all(&s.pool)
+        .await
+        .expect("rebuild");
+    assert_projections_clean(&s).await;
+    assert_dialog_gone(&s, &alice, bob.user_id).await;
+    assert_dialog_gone(&s, &bob, alice.user_id).await;
+
+    // The next message brings the dialog back.
+    bob.send(&to_alice, "three").await;
+    let (d, _) = dialog(&alice, bob.user_id).await.expect("back");
+    assert_eq!(d["unread_count"], 1);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn delete_chat_without_revoke_or_on_a_peer_with_messages_leaves_the_peer_alone() {
+    let Chat {
+        s,
+        alice,
+        bob,
+        to_bob,
+        to_alice,
+        ..
+    } = chat().await;
+    alice.send(&to_bob, "one").await;
+    bob.send(&to_alice, "two").await;
+    // A bounded delete that finds nothing at or below max_id leaves the newer messages' dialog.
+    let pa = pts(&alice).await;
+    let r = alice
+        .rpc(
+            "messages.deleteHistory",
+            json!({"peer": to_bob, "max_id": 1}),
+        )
+        .await;
+    assert_eq!(affected_history(&r), (pa, 0, 0));
+    assert_eq!(ids(&alice, &to_bob).await, vec![3, 2]);
+    // Alice clears only her side; Bob keeps his messages.
+    alice
+        .rpc(
+            "messages.deleteHistory",
+            json!({"just_clear": true, "peer": to_bob}),
+        )
+        .await;
+    let (pa, pb) = (pts(&alice).await, pts(&bob).await);
+    // just_clear again on the empty chat: kept.
+    let r = alice
+        .rpc(
+            "messages.deleteHistory",
+            json!({"just_clear": true, "peer": to_bob}),
+        )
+        .await;
+    assert_eq!(affected_history(&r), (pa, 0, 0));
+    assert!(dialog(&alice, bob.user_id).await.is_some());
+
+    // revoke reaches only copies of messages still in Alice's box: Bob's chat has messages, so
+    // only Alice's dialog goes.
+    let r = alice
+        .rpc(
+            "messages.deleteHistory",
+            json!({"revoke": true, "peer": to_bob}),
+        )
+        .await;
+    assert_eq!(affected_history(&r), (pa + 1, 1, 0));
+    assert_dialog_gone(&s, &alice, bob.user_id).await;
+    assert_eq!(pts(&bob).await, pb);
+    assert_eq!(ids(&bob, &to_alice).await, vec![4, 3]);
+    assert_projections_clean(&s).await;
+    s.stop().await;
+}

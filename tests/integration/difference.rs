@@ -282,6 +282,28 @@ impl Replica {
             }
             "updateDeleteMessages" => {
                 let ids = id_list(&u["messages"]);
+                if ids.is_empty() {
+                    // deleteHistory on a chat with no message left: one pts, and an empty dialog
+                    // (which one, the update does not say) was removed.
+                    assert_eq!(int(u, "pts_count"), 1, "an empty batch takes one pts: {u}");
+                    let empty: Vec<i64> = self
+                        .dialogs
+                        .keys()
+                        .copied()
+                        .filter(|&peer| self.visible_in(peer).next().is_none())
+                        .collect();
+                    assert!(
+                        !empty.is_empty(),
+                        "an empty batch without an empty dialog: {u}"
+                    );
+                    for peer in empty {
+                        if let Some(d) = self.dialogs.get_mut(&peer) {
+                            d.may_be_gone = true;
+                        }
+                    }
+                    *self.applied.entry("delete_messages").or_default() += 1;
+                    return;
+                }
                 assert_eq!(
                     ids.len() as i32,
                     int(u, "pts_count"),

@@ -354,6 +354,7 @@ const CHECKS: &[&str] = &[
     "live_edit",
     "live_delete",
     "live_read",
+    "no_gap_after_updates_without_pts",
     "history",
     "dialogs",
     "catch_up",

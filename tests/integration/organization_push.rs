@@ -276,3 +276,154 @@ async fn pushed_users_carry_the_owners_contact_names() {
     running.shutdown().await;
     ptslog_tests::drop_database(&db).await;
 }
+
+/// A client's pts check over the frames it was pushed, in arrival order, as Telethon and
+/// TDesktop's PtsWaiter do it: an update with pts applies when `local + pts_count == pts`, is a
+/// duplicate at or below `local`, and is a gap otherwise (the client would wait, then call
+/// getDifference). Answers the pts reached and the gaps seen (`(local, update)`).
+fn track(start: i64, frames: &[Value]) -> (i64, Vec<(i64, Value)>) {
+    let mut local = start;
+    let mut gaps = Vec::new();
+    for frame in frames.iter().filter(|f| f["_"] == "updates") {
+        for u in frame["updates"].as_array().expect("updates") {
+            let (Some(pts), Some(count)) = (u["pts"].as_i64(), u["pts_count"].as_i64()) else {
+                continue; // no pts: applied at once
+            };
+            if local + count == pts {
+                local = pts;
+            } else if pts > local {
+                gaps.push((local, u.clone()));
+                local = pts;
+            }
+        }
+    }
+    (local, gaps)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_without_pts_leave_no_gap_for_live_devices() {
+    let db = ptslog_tests::fresh_database().await.expect("db");
+    let mut config = ptslog_tests::test_config(&db);
+    config.relay_slot = format!("relay_{}", db.trim_start_matches("ptslog_t_"));
+    config.relay = true;
+    let mut running = ptslog_server::start(&config).await.expect("server");
+    running.start_feed(&config).expect("feed");
+    let base = format!("http://{}", running.addr);
+    let http = reqwest::Client::new();
+    let login = |phone: &'static str, name: &'static str| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let body: Value = http
+                .post(format!("{base}/v1/auth/login"))
+                .json(&json!({"phone": phone, "first_name": name, "last_name": ""}))
+                .send()
+                .await
+                .expect("login")
+                .json()
+                .await
+                .expect("body");
+            Device {
+                base,
+                http,
+                token: body["token"].as_str().expect("token").into(),
+                user_id: body["user_id"].as_i64().expect("id"),
+            }
+        }
+    };
+    // Alice's two devices both track pts: A1 makes the changes (it is their origin), A2 listens.
+    let a1 = login("+15556190001", "Alice").await;
+    let a2 = login("+15556190001", "Alice").await;
+    let bob = login("+15556190002", "Bob").await;
+    let to_bob = a1.peer_of("+15556190002").await;
+    let to_alice = bob.peer_of("+15556190001").await;
+    let s1 = Socket::connect(&base, &a1.token, true).await;
+    let s2 = Socket::connect(&base, &a2.token, true).await;
+    ptslog_tests::wait_relay_streaming(&running.relay_status, Duration::from_secs(240)).await;
+    // Both devices are in step: a first message, pushed to both.
+    bob.send(&to_alice, "hello").await;
+    let start = pts(&a1).await;
+    for s in [&s1, &s2] {
+        assert!(
+            s.wait_until(WAIT, |p| p.iter().any(|p| p.pts == start))
+                .await
+        );
+    }
+    let (n1, n2) = (s1.raw().len(), s2.raw().len());
+
+    let dp = json!({"_": "inputDialogPeer", "peer": to_bob});
+    let changes: Vec<(&str, Value)> = vec![
+        ("contacts.block", json!({"id": to_bob})),
+        ("contacts.unblock", json!({"id": to_bob})),
+        (
+            "account.updateNotifySettings",
+            json!({"peer": {"_": "inputNotifyPeer", "peer": to_bob}, "settings": {"_": "inputPeerNotifySettings", "mute_until": i32::MAX}}),
+        ),
+        (
+            "messages.updateDialogFilter",
+            json!({"id": 2, "filter": {"_": "dialogFilter", "id": 2, "title": {"_": "textWithEntities", "text": "Bob", "entities": []}, "include_peers": [to_bob]}}),
+        ),
+        (
+            "messages.updateDialogFiltersOrder",
+            json!({"order": [2, 0]}),
+        ),
+        ("messages.toggleDialogFilterTags", json!({"enabled": true})),
+        ("messages.updateDialogFilter", json!({"id": 2})),
+        (
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": dp}),
+        ),
+        (
+            "messages.markDialogUnread",
+            json!({"unread": true, "peer": dp}),
+        ),
+    ];
+    let n = changes.len();
+    for (method, params) in changes {
+        a1.rpc(method, params).await;
+    }
+    assert_eq!(pts(&a1).await, start + n as i64, "each change took one pts");
+    // Then a real message: the next pts-bearing update.
+    bob.send(&to_alice, "after the changes").await;
+    let end = pts(&a1).await;
+    assert_eq!(end, start + n as i64 + 1);
+
+    for (name, s, seen) in [("A1 (origin)", &s1, n1), ("A2", &s2, n2)] {
+        assert!(
+            s.wait_until(WAIT, |p| p.iter().any(|p| p.pts == end)).await,
+            "{name}: {:?}",
+            s.raw()
+        );
+        let frames = s.raw()[seen..].to_vec();
+        let (reached, gaps) = track(start, &frames);
+        assert_eq!(gaps, vec![], "{name} saw a gap in {frames:?}");
+        assert_eq!(reached, end, "{name}");
+        // Each change came live, as its own update followed by the no-op pts carrier.
+        let live: Vec<&Value> = frames.iter().filter(|f| f["_"] == "updates").collect();
+        assert_eq!(live.len(), n + 1, "{name}: one frame per event");
+        for f in &live[..n] {
+            let updates = f["updates"].as_array().unwrap();
+            assert_eq!(updates.len(), 2, "{f}");
+            assert!(updates[0].get("pts").is_none());
+            assert_eq!(updates[1]["_"], "updateReadMessagesContents");
+            assert_eq!(updates[1]["messages"], json!([]));
+            assert_eq!(updates[1]["pts_count"], 1);
+        }
+        assert_eq!(live[n]["updates"][0]["_"], "updateNewMessage");
+        assert_eq!(live[n]["updates"].as_array().unwrap().len(), 1);
+    }
+    // getDifference still gives the changes as they are (without the carrier), and its state
+    // covers their pts.
+    let diff = a2
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": start, "date": 0, "qts": 0}),
+        )
+        .await;
+    assert_eq!(diff["other_updates"].as_array().unwrap().len(), n, "{diff}");
+    assert_eq!(diff["new_messages"].as_array().unwrap().len(), 1);
+    assert_eq!(diff["state"]["pts"], end);
+    s1.close();
+    s2.close();
+    running.shutdown().await;
+    ptslog_tests::drop_database(&db).await;
+}

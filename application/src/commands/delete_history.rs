@@ -1,13 +1,15 @@
 //! `messages.deleteHistory`: deletes a private chat's history newest first in batches of 1000; an
 //! answer with `offset > 0` asks the client to call again. Without `just_clear` the dialog goes away
-//! once empty (and comes back with the next message).
+//! once empty (and comes back with the next message). "Delete chat" on a chat that is already
+//! empty (cleared with `just_clear`) removes its dialog with an empty batch, which takes one pts
+//! like every event, so every device of the owner learns it (live or by getDifference).
 
 use domain::events::{ClearHistory, DeleteMessages as DeleteEvent, UserEvent};
-use domain::{limits, BoxId, DomainError};
+use domain::{limits, BoxId, DomainError, UserId};
 use serde::Deserialize;
 
 use crate::error::AppError;
-use crate::ports::Origin;
+use crate::ports::{Origin, WriteTx};
 use crate::tl::{AffectedHistory, InputPeer};
 use crate::{App, Caller};
 
@@ -53,19 +55,14 @@ impl App {
         let mut ids = tx.newest_ids(owner, peer, below, batch + 1).await?;
         let more = ids.len() as i64 > batch;
         ids.truncate(limits::MAX_DELETE_HISTORY_BATCH);
+        let origin = Origin::from(caller);
         if ids.is_empty() {
-            let pts = tx.current_pts(owner)?;
-            return Ok(AffectedHistory {
-                pts: pts.get(),
-                pts_count: 0,
-                offset: 0,
-            });
+            return remove_empty_dialogs(tx, owner, peer, revoke, &req, origin).await;
         }
         if revoke && tx.is_blocked(peer, owner).await? {
             return Err(DomainError::DeleteMessagesForbidden.into());
         }
 
-        let origin = Origin::from(caller);
         let mut theirs: Vec<BoxId> = Vec::new();
         if revoke {
             let mine = tx.messages(owner, &ids).await?;
@@ -112,4 +109,61 @@ impl App {
             offset: i32::from(more),
         })
     }
+}
+
+/// Nothing is left to delete: without `just_clear` an empty dialog still goes away, by a
+/// `delete_messages` with no ids and `clear_history` (the dialogs projection removes a dialog once
+/// no message is left). With `revoke` the peer's dialog with the owner goes too if it is empty as
+/// well (a peer who still has messages keeps them: revoke only reaches copies of messages still in
+/// the owner's box). No dialog, or `just_clear`: nothing is appended.
+async fn remove_empty_dialogs(
+    mut tx: Box<dyn WriteTx>,
+    owner: UserId,
+    peer: UserId,
+    revoke: bool,
+    req: &DeleteHistory,
+    origin: Origin,
+) -> Result<AffectedHistory, AppError> {
+    let pts = tx.current_pts(owner)?;
+    let unchanged = AffectedHistory {
+        pts: pts.get(),
+        pts_count: 0,
+        offset: 0,
+    };
+    // A bounded delete (max_id) that found nothing below it says nothing about the whole chat.
+    if req.just_clear || (req.max_id > 0 && tx.has_messages_besides(owner, peer, &[]).await?) {
+        return Ok(unchanged);
+    }
+    let mine = tx.dialog(owner, peer).await?.is_some();
+    let theirs = revoke
+        && tx.dialog(peer, owner).await?.is_some()
+        && !tx.has_messages_besides(peer, owner, &[]).await?;
+    if theirs && tx.is_blocked(peer, owner).await? {
+        return Err(DomainError::DeleteMessagesForbidden.into());
+    }
+    let empty = |peer_id| {
+        UserEvent::DeleteMessages(DeleteEvent {
+            ids: Vec::new(),
+            clear_history: Some(ClearHistory {
+                peer_id,
+                just_clear: false,
+            }),
+        })
+    };
+    let mut answer = unchanged;
+    if mine {
+        let pts = tx.append(owner, empty(peer), origin).await?;
+        answer = AffectedHistory {
+            pts: pts.get(),
+            pts_count: 1,
+            offset: 0,
+        };
+    }
+    if theirs {
+        tx.append(peer, empty(owner), origin).await?;
+    }
+    if mine || theirs {
+        tx.commit().await?;
+    }
+    Ok(answer)
 }

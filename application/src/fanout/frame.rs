@@ -8,7 +8,7 @@ use domain::UserId;
 
 use super::hub::Frame;
 use crate::ports::{ContactRecord, StoredEvent, UserRecord};
-use crate::tl::{update_for_event, users_of_event, Updates, User};
+use crate::tl::{update_for_event, users_of_event, Update, Updates, User};
 
 /// Users the frame of this event must carry (the owner sees them with its own access hashes).
 pub fn frame_users(stored: &StoredEvent) -> Vec<UserId> {
@@ -36,10 +36,21 @@ pub struct FrameUser {
 /// `{"_":"updates","updates":[…],"users":[…],"chats":[],"date":…,"seq":0}` for the event's owner.
 /// `users` are the users of [`frame_users`] (missing ones are left out, as getDifference does),
 /// shown as every answer shows them to the owner: its access hashes and its contact names.
+///
+/// Every event takes pts, but some TL updates have none (`updatePeerBlocked`, the dialog
+/// organization updates, …): such a frame also carries [`pts_carrier`], so a client's gap check
+/// (Telethon's, TDesktop's PtsWaiter) moves to the event's pts instead of waiting for a pts it
+/// would never be pushed (docs/events.md, "Updates without pts").
 pub fn push_updates(stored: &StoredEvent, users: &[FrameUser], keys: &AccessHashKey) -> Updates {
     let viewer = stored.user_id;
+    let update = update_for_event(stored, keys);
+    let mut updates = vec![pts_carrier(stored)];
+    if update.carries_pts() {
+        updates.clear();
+    }
+    updates.insert(0, update);
     Updates::Updates {
-        updates: vec![update_for_event(stored, keys)],
+        updates,
         users: users
             .iter()
             .map(|u| {
@@ -53,6 +64,17 @@ pub fn push_updates(stored: &StoredEvent, users: &[FrameUser], keys: &AccessHash
     }
 }
 
+/// The pts-bearing update that changes nothing: `updateReadMessagesContents` with no messages, at
+/// the event's pts and pts_count. Clients apply it as a no-op after their gap check accepts it.
+pub fn pts_carrier(stored: &StoredEvent) -> Update {
+    Update::ReadMessagesContents {
+        messages: Vec::new(),
+        pts: stored.pts.get(),
+        pts_count: stored.pts_count,
+        date: stored.date,
+    }
+}
+
 /// The serialized frame, ready to be shared by every device of the owner.
 pub fn push_frame(
     stored: &StoredEvent,
@@ -61,12 +83,15 @@ pub fn push_frame(
     committed_at_micros: i64,
 ) -> Frame {
     let updates = push_updates(stored, users, keys);
+    // Only a frame with the pts carrier has two updates.
+    let to_origin = matches!(&updates, Updates::Updates { updates, .. } if updates.len() > 1);
     // TL objects are plain data; serializing them cannot fail.
     let json = serde_json::to_string(&updates).unwrap_or_default();
     Frame {
         pts: stored.pts.get(),
         json: Arc::from(json),
         committed_at_micros,
+        to_origin,
     }
 }
 
@@ -155,5 +180,35 @@ mod tests {
                 &Value::from(true)
             )
         );
+    }
+
+    #[test]
+    fn an_update_without_pts_comes_with_the_pts_carrier_and_goes_to_the_origin() {
+        use domain::events::PeerBlocked;
+        let owner = UserId::new(1).unwrap();
+        let stored = StoredEvent {
+            user_id: owner,
+            pts: Pts::new(7).unwrap(),
+            pts_count: 1,
+            event: UserEvent::PeerBlocked(PeerBlocked {
+                peer_id: UserId::new(2).unwrap(),
+                blocked: true,
+                my_stories_from: false,
+                date: 10,
+            }),
+            origin: Origin::default(),
+            date: 1764489600,
+        };
+        let keys = AccessHashKey::new(b"k".to_vec());
+        let frame = push_frame(&stored, &[], &keys, 5);
+        assert!(frame.to_origin);
+        let v: Value = serde_json::from_str(&frame.json).unwrap();
+        assert_eq!(v["updates"][0]["_"], "updatePeerBlocked");
+        assert_eq!(
+            v["updates"][1],
+            serde_json::json!({"_": "updateReadMessagesContents", "messages": [], "pts": 7,
+                "pts_count": 1, "date": 1764489600})
+        );
+        assert_eq!(v["updates"].as_array().unwrap().len(), 2);
     }
 }

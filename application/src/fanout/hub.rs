@@ -3,7 +3,13 @@
 //! in bounded tokio channels whose other ends write WebSocket frames.
 //!
 //! The rules, per device:
-//! - never the device that caused the event (it has the change in its RPC answer);
+//! - never the device that caused the event (it has the change in its RPC answer), unless the
+//!   frame says `to_origin` (an update without pts: the answer did not carry the pts);
+//! - one push per auth key among MTProto connections ([`Hub::register_connection`]): a client may
+//!   open several connections on one key (Telegram Desktop does, for config and media, and tries
+//!   transports in parallel with one session), and each would otherwise get the same `updates`;
+//!   only the connection the client last made a call on ([`Hub::make_current`]; a connection that
+//!   said `invokeWithoutUpdates` is not registered at all) gets it;
 //! - pts only grows: a record at or below the last pts seen is a duplicate (relays redeliver
 //!   after a crash; consumers drop by `(user_id, pts)`) and is skipped, so a device never gets
 //!   the same update twice;
@@ -34,6 +40,9 @@ pub struct Frame {
     pub json: Arc<str>,
     /// When the event committed (unix microseconds), to measure commit-to-push latency.
     pub committed_at_micros: i64,
+    /// The device that caused the event gets it too: its TL update has no pts, so the caller's
+    /// RPC answer did not move its pts either (the frame carries the pts, see `push_updates`).
+    pub to_origin: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,11 +85,18 @@ pub struct DeliveryReport {
     pub suppressed: usize,
     /// Devices found disconnected (and forgotten).
     pub closed: usize,
+    /// MTProto connections skipped because another connection of their auth key got the push.
+    pub standby: usize,
 }
 
 struct Device<C> {
     id: DeviceId,
     auth_key_id: AuthKeyId,
+    /// An MTProto connection: shares its auth key's pushes with the key's other connections.
+    shared: bool,
+    /// When the client last made a call on it (a hub-wide counter): the newest shared connection
+    /// of a key gets the key's pushes.
+    stamp: u64,
     last_pts: i32,
     overflowed: bool,
     channel: C,
@@ -116,10 +132,42 @@ impl<C: DeviceChannel> Hub<C> {
 
     /// A device came online. It gets records delivered from now on.
     pub fn register(&self, user_id: UserId, auth_key_id: AuthKeyId, channel: C) -> DeviceId {
-        let id = DeviceId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        self.add(user_id, auth_key_id, false, channel)
+    }
+
+    /// An MTProto connection signed in: it gets records delivered from now on, unless another
+    /// connection of the same auth key had a call more recently ([`Hub::make_current`]). A new
+    /// connection is the current one until then.
+    pub fn register_connection(
+        &self,
+        user_id: UserId,
+        auth_key_id: AuthKeyId,
+        channel: C,
+    ) -> DeviceId {
+        self.add(user_id, auth_key_id, true, channel)
+    }
+
+    /// The client made a call on this connection: its auth key's pushes go here from now on.
+    pub fn make_current(&self, user_id: UserId, id: DeviceId) {
+        let stamp = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Some(d) = self
+            .lock()
+            .get_mut(&user_id)
+            .and_then(|list| list.iter_mut().find(|d| d.id == id))
+        {
+            d.stamp = stamp;
+        }
+    }
+
+    fn add(&self, user_id: UserId, auth_key_id: AuthKeyId, shared: bool, channel: C) -> DeviceId {
+        // Ids and stamps share one counter: a new registration is newer than every earlier call.
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = DeviceId(n);
         self.lock().entry(user_id).or_default().push(Device {
             id,
             auth_key_id,
+            shared,
+            stamp: n,
             last_pts: 0,
             overflowed: false,
             channel,
@@ -158,6 +206,15 @@ impl<C: DeviceChannel> Hub<C> {
         let Some(list) = map.get_mut(&delivery.user_id) else {
             return report;
         };
+        // The current connection of each auth key with shared connections (a device has one or
+        // two keys' worth of connections: a scan is cheaper than a map).
+        let mut current: Vec<(AuthKeyId, u64)> = Vec::new();
+        for d in list.iter().filter(|d| d.shared) {
+            match current.iter_mut().find(|(k, _)| *k == d.auth_key_id) {
+                Some((_, stamp)) => *stamp = (*stamp).max(d.stamp),
+                None => current.push((d.auth_key_id, d.stamp)),
+            }
+        }
         list.retain_mut(|device| {
             if delivery.pts <= device.last_pts {
                 report.duplicates += 1;
@@ -166,8 +223,16 @@ impl<C: DeviceChannel> Hub<C> {
             // From here on this pts counts as seen by the device, pushed or not: the origin has it
             // from its RPC answer, an overflowed device will fetch it with getDifference.
             device.last_pts = delivery.pts;
-            if device.auth_key_id == delivery.origin {
+            if device.auth_key_id == delivery.origin && !frame.to_origin {
                 report.origin_skipped += 1;
+                return true;
+            }
+            if device.shared
+                && !current
+                    .iter()
+                    .any(|&(k, stamp)| k == device.auth_key_id && stamp == device.stamp)
+            {
+                report.standby += 1;
                 return true;
             }
             if device.overflowed {
@@ -273,6 +338,7 @@ mod tests {
             pts,
             json: Arc::from(format!("{{\"pts\":{pts}}}")),
             committed_at_micros: 0,
+            to_origin: false,
         }
     }
 
@@ -375,5 +441,49 @@ mod tests {
         assert_eq!(r.closed, 1);
         assert_eq!(hub.devices_online(), 0);
         assert!(!hub.has_devices(user(1)));
+    }
+
+    #[test]
+    fn one_push_per_auth_key_to_the_connection_called_last() {
+        let hub = Hub::new();
+        let (main, media, other) = (Queue::new(8), Queue::new(8), Queue::new(8));
+        let m = hub.register_connection(user(1), AuthKeyId(11), main.clone());
+        hub.register_connection(user(1), AuthKeyId(11), media.clone());
+        hub.register_connection(user(1), AuthKeyId(12), other.clone());
+        // The newest connection is current until a call is made elsewhere.
+        let r = deliver(&hub, 1, 1, 0);
+        assert_eq!((r.pushed, r.standby), (2, 1));
+        assert_eq!((main.pts(), media.pts()), (vec![], vec![1]));
+        hub.make_current(user(1), m);
+        deliver(&hub, 1, 2, 0);
+        // The pts it skipped as standby is not pushed later: the key has it.
+        assert_eq!((main.pts(), media.pts()), (vec![2], vec![]));
+        assert_eq!(other.pts(), vec![1, 2], "another key has its own push");
+        // The current one goes away: the other connection of the key takes over.
+        hub.unregister(user(1), m);
+        deliver(&hub, 1, 3, 0);
+        assert_eq!(media.pts(), vec![3]);
+        // WebSocket devices of one key each get every push.
+        let (w1, w2) = (Queue::new(8), Queue::new(8));
+        hub.register(user(2), AuthKeyId(21), w1.clone());
+        hub.register(user(2), AuthKeyId(21), w2.clone());
+        deliver(&hub, 2, 1, 0);
+        assert_eq!((w1.pts(), w2.pts()), (vec![1], vec![1]));
+    }
+
+    #[test]
+    fn a_frame_to_the_origin_reaches_the_device_that_caused_it() {
+        let hub = Hub::new();
+        let q = Queue::new(8);
+        hub.register(user(1), AuthKeyId(11), q.clone());
+        let mut f = frame(1);
+        f.to_origin = true;
+        let delivery = Delivery {
+            user_id: user(1),
+            pts: 1,
+            origin: AuthKeyId(11),
+        };
+        assert_eq!(hub.deliver(&delivery, &f).pushed, 1);
+        assert_eq!(q.pts(), vec![1]);
     }
 }

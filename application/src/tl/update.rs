@@ -103,6 +103,33 @@ pub enum Update {
     },
 }
 
+impl Update {
+    /// Whether the TL constructor has `pts` and `pts_count` (clients check those for gaps; an update
+    /// without them is applied at once, whatever the pts).
+    pub fn carries_pts(&self) -> bool {
+        match self {
+            Update::NewMessage { .. }
+            | Update::EditMessage { .. }
+            | Update::DeleteMessages { .. }
+            | Update::ReadHistoryInbox { .. }
+            | Update::ReadHistoryOutbox { .. }
+            | Update::ReadMessagesContents { .. }
+            | Update::FolderPeers { .. } => true,
+            Update::MessageId { .. }
+            | Update::PeerBlocked { .. }
+            | Update::DialogPinned { .. }
+            | Update::PinnedDialogs { .. }
+            | Update::DialogUnreadMark { .. }
+            | Update::DialogFilter { .. }
+            | Update::DialogFilterOrder { .. }
+            | Update::DialogFilters {}
+            | Update::PeerSettings { .. }
+            | Update::ContactsReset {}
+            | Update::NotifySettings { .. } => false,
+        }
+    }
+}
+
 /// TL `Updates` constructors ptslog answers with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "_")]

@@ -3,7 +3,8 @@ use serde::{Deserialize, Serialize};
 use super::EventKind;
 use crate::ids::{BoxId, UserId};
 
-/// Messages left the owner's box. `pts_count` is the number of ids. TL: `updateDeleteMessages`.
+/// Messages left the owner's box. `pts_count` is the number of ids (1 for an empty batch, which only
+/// removes an empty dialog). TL: `updateDeleteMessages`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeleteMessages {
     /// The owner's box ids, each one that really was visible before.

@@ -53,7 +53,11 @@ pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallEr
     // Requests decode in either layer's ids; answers use the client's layer (see Schema).
     let schema = Schema::api();
     let mut request = decode_object(schema, &mut Reader::new(body)).map_err(|e| match e {
-        TlError::UnknownConstructor(_) => CallError::new(400, "INPUT_METHOD_INVALID"),
+        TlError::UnknownConstructor(id) => {
+            tracing::debug!(constructor = %format!("{id:#010x}"), layer = ?conn.layer, "MTProto call with an unknown constructor");
+            conn.front.metrics.unknown_constructors.count(id);
+            CallError::new(400, "INPUT_METHOD_INVALID")
+        }
         _ => CallError::new(400, "INPUT_FETCH_ERROR"),
     })?;
     loop {

@@ -101,13 +101,22 @@ impl Conn {
             return;
         }
         let (tx, rx) = mpsc::channel(self.front.gateway.push_buffer + RESERVED_SLOTS);
-        let id =
-            self.front
-                .gateway
-                .hub
-                .register(caller.user_id, caller.auth_key_id, DeviceSender(tx));
+        // One push per auth key: other connections of the key share it (hub docs).
+        let id = self.front.gateway.hub.register_connection(
+            caller.user_id,
+            caller.auth_key_id,
+            DeviceSender(tx),
+        );
         self.device = Some((caller.user_id, id));
         self.push_rx = Some(rx);
+    }
+
+    /// The client made a call here (not wrapped in invokeWithoutUpdates, which unregisters the
+    /// connection): its auth key's pushes come to this connection from now on.
+    fn mark_current(&self) {
+        if let Some((user, id)) = self.device {
+            self.front.gateway.hub.make_current(user, id);
+        }
     }
 
     /// invokeWithoutUpdates: stop pushing to this connection (clients use it on connections
@@ -328,6 +337,7 @@ impl Conn {
                             rpc_error(msg_id, e.code, &e.message)
                         }
                     };
+                    self.mark_current();
                     (result, true)
                 }
                 Action::DisconnectAfter(secs) => {

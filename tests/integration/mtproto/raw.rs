@@ -20,6 +20,9 @@ use tokio::net::TcpStream;
 
 use super::Setup;
 
+#[path = "push_once.rs"]
+mod push_once;
+
 pub(super) const WAIT: Duration = Duration::from_secs(30);
 
 pub(super) fn now_ms() -> i64 {

@@ -8,7 +8,9 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-/// One pushed update: the frame's single update, with the frame around it.
+/// One pushed frame: the event's update (the frame's first), the pts and pts_count the frame moves
+/// the device to (the event's update's, or for an update without pts the no-op pts carrier that
+/// follows it: docs/events.md, "Updates without pts"), and the frame.
 #[derive(Debug, Clone)]
 pub struct Pushed {
     pub pts: i64,
@@ -82,19 +84,19 @@ impl Socket {
         }
     }
 
-    /// Every `updates` frame so far, one entry per update.
+    /// Every `updates` frame so far, one entry per frame (one frame is one event).
     pub fn pushed(&self) -> Vec<Pushed> {
         let frames = self.frames.lock().unwrap();
         let mut out = Vec::new();
         for frame in frames.iter().filter(|f| f["_"] == "updates") {
-            for u in frame["updates"].as_array().expect("updates array") {
-                out.push(Pushed {
-                    pts: u["pts"].as_i64().unwrap_or(-1),
-                    pts_count: u["pts_count"].as_i64().unwrap_or(-1),
-                    update: u.clone(),
-                    frame: frame.clone(),
-                });
-            }
+            let updates = frame["updates"].as_array().expect("updates array");
+            let with_pts = updates.iter().find(|u| u.get("pts").is_some());
+            out.push(Pushed {
+                pts: with_pts.and_then(|u| u["pts"].as_i64()).unwrap_or(-1),
+                pts_count: with_pts.and_then(|u| u["pts_count"].as_i64()).unwrap_or(-1),
+                update: updates.first().expect("an update").clone(),
+                frame: frame.clone(),
+            });
         }
         out
     }
