@@ -20,6 +20,8 @@ use tokio::net::TcpStream;
 
 use super::Setup;
 
+mod bombs;
+
 const WAIT: Duration = Duration::from_secs(30);
 
 fn now_ms() -> i64 {
