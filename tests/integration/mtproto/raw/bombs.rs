@@ -1,6 +1,6 @@
 //! Issue 11: memory and CPU bombs sent right after the key exchange, before any sign-in, by
 //! several clients at once, against a real `ptslog serve` process. Nested `gzip_packed` bombs
-//! (one ~32 KB message used to drive the server to 17.8 GB), vectors announcing millions of
+//! (one ~32 KB message drove the release server to 17.8 GB), vectors announcing millions of
 //! items, a container over its cap, a huge msgs_state_req and deep JSONValue nesting: each
 //! attacker gets an error or is disconnected, the server's peak RSS (`VmHWM`) stays within 50 MB
 //! of its idle value, and another client is served afterwards.
