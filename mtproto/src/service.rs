@@ -25,6 +25,7 @@ pub const DESTROY_SESSION_NONE: u32 = 0x62d350c9;
 pub const MSGS_STATE_REQ: u32 = 0xda69fb52;
 pub const MSGS_STATE_INFO: u32 = 0x04deb57d;
 pub const MSG_RESEND_REQ: u32 = 0x7d861a08;
+pub const MSGS_ALL_INFO: u32 = 0x8cc0d131;
 pub const RPC_DROP_ANSWER: u32 = 0x58e4a740;
 pub const RPC_ANSWER_UNKNOWN: u32 = 0x5e2ad36e;
 pub const HTTP_WAIT: u32 = 0x9299359f;

@@ -10,12 +10,19 @@ use rand::{Rng, RngCore};
 use crate::crypto::{ige_decrypt, ige_encrypt, AuthKey, ServerSalts, Side};
 use crate::replay::{Seen, SeenIds};
 use crate::service::*;
-use crate::tl::{gunzip, Reader, TlError, Writer, GZIP_PACKED};
+use crate::tl::{DecodeBudget, Reader, TlError, Writer, GZIP_PACKED, VECTOR};
 
 /// Client messages may be this far in the past (seconds) …
 const MAX_PAST: i64 = 300;
 /// … or this far in the future.
 const MAX_FUTURE: i64 = 30;
+/// Messages one `msg_container` may carry: the figure Telegram's own server enforces (its
+/// clients pack a few dozen at most); past it the whole container is refused.
+pub const MAX_CONTAINER_MESSAGES: usize = 1020;
+/// msg_ids one `msgs_state_req`, `msg_resend_req` or `msgs_all_info` may name: a client asks
+/// about the messages it is waiting on, never more than a few containers' worth; past it the
+/// request is refused (each id costs a lookup and a byte of the answer).
+pub const MAX_STATE_REQ_IDS: usize = 4 * MAX_CONTAINER_MESSAGES;
 
 /// A decrypted client message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,6 +182,9 @@ pub struct Session {
     /// The client msg_ids served, shared by every connection of this key and session.
     seen: SeenIds,
     announced: bool,
+    /// What is left of the decoding budget of the message being served: its containers and gzip
+    /// were charged to it, and the calls it carries charge the rest while they are decoded.
+    budget: DecodeBudget,
 }
 
 /// Whether a client message must carry an odd seq_no (`Some(true)`: content-related, i.e. an API
@@ -187,6 +197,7 @@ fn expected_parity(id: u32) -> Option<bool> {
         | PING_DELAY_DISCONNECT
         | HTTP_WAIT
         | MSG_RESEND_REQ
+        | MSGS_ALL_INFO
         | MSGS_STATE_REQ
         | GET_FUTURE_SALTS
         | DESTROY_SESSION
@@ -211,12 +222,18 @@ impl Session {
             content_sent: 0,
             seen,
             announced: false,
+            budget: DecodeBudget::default(),
         }
     }
 
     /// The server salt at `now_ms`.
     pub fn salt(&self, now_ms: i64) -> i64 {
         self.salts.current(now_ms / 1000)
+    }
+
+    /// The decoding budget left of the message being served (its calls charge it).
+    pub fn budget_mut(&mut self) -> &mut DecodeBudget {
+        &mut self.budget
     }
 
     /// A server msg_id: time-based, increasing, ≡ 1 (mod 4) for responses, 3 otherwise.
@@ -274,6 +291,7 @@ impl Session {
     /// Checks and unwraps one decrypted message.
     pub fn receive(&mut self, m: &Plain, now_ms: i64) -> Vec<Action> {
         let mut out = Vec::new();
+        self.budget = DecodeBudget::default();
         if !self.announced {
             self.announced = true;
             out.push(Action::Send {
@@ -330,6 +348,10 @@ impl Session {
             match id {
                 MSG_CONTAINER if depth == 0 => {
                     let n = r.count(16)?;
+                    if n > MAX_CONTAINER_MESSAGES {
+                        return Err(TlError::OverBudget("too many messages in a container"));
+                    }
+                    self.budget.values(n)?;
                     for _ in 0..n {
                         let inner_id = r.i64()?;
                         let inner_seq = r.i32()?;
@@ -349,10 +371,16 @@ impl Session {
                     }
                 }
                 GZIP_PACKED if depth < 2 => {
-                    let inner = gunzip(r.bytes()?)?;
+                    // Nested gzip_packed levels are inflated (and charged) in one go.
+                    let inner = self.budget.gunzip(r.bytes()?)?;
                     self.object(msg_id, seq_no, &inner, now_ms, out, depth + 1);
                 }
-                MSGS_ACK | MSG_RESEND_REQ | HTTP_WAIT => {}
+                MSGS_ACK | HTTP_WAIT => {}
+                // Answers are not kept for resending, and the client's own state report needs
+                // no answer; both are read within their caps.
+                MSG_RESEND_REQ | MSGS_ALL_INFO => {
+                    self.ids(&mut r)?;
+                }
                 PING => out.push(Action::Send {
                     body: pong(msg_id, r.i64()?),
                     content: true,
@@ -392,7 +420,7 @@ impl Session {
                     });
                 }
                 MSGS_STATE_REQ => {
-                    let ids = r.vec_i64()?;
+                    let ids = self.ids(&mut r)?;
                     let info: Vec<u8> = ids
                         .iter()
                         .map(|i| if self.seen.contains(i) { 4 } else { 2 })
@@ -419,12 +447,33 @@ impl Session {
             }
             Ok(())
         })();
-        if result.is_err() {
+        if let Err(e) = result {
+            let message = match e {
+                TlError::OverBudget(_) | TlError::TooDeep => "INPUT_REQUEST_TOO_LONG",
+                _ => "INPUT_REQUEST_INVALID",
+            };
             out.push(Action::Send {
-                body: rpc_error(msg_id, 400, "INPUT_REQUEST_INVALID"),
+                body: rpc_error(msg_id, 400, message),
                 content: true,
             });
         }
+    }
+
+    /// A `Vector<long>` of msg_ids, refused past [`MAX_STATE_REQ_IDS`] before any is read.
+    fn ids(&mut self, r: &mut Reader<'_>) -> Result<Vec<i64>, TlError> {
+        let id = r.u32()?;
+        if id != VECTOR {
+            return Err(TlError::Unexpected {
+                got: id,
+                expected: "Vector",
+            });
+        }
+        let n = r.count(8)?;
+        if n > MAX_STATE_REQ_IDS {
+            return Err(TlError::OverBudget("too many msg_ids"));
+        }
+        self.budget.values(n)?;
+        (0..n).map(|_| r.i64()).collect()
     }
 }
 
@@ -621,6 +670,122 @@ mod tests {
                 msg_id: msg_id(0, 11),
                 body: call(7)
             }
+        );
+    }
+
+    fn container(first: i64, n: usize) -> Vec<u8> {
+        let mut c = Writer::new();
+        c.u32(MSG_CONTAINER).i32(n as i32);
+        for i in 0..n {
+            let mut ack = Writer::new();
+            ack.u32(MSGS_ACK).vec_i64(&[1]);
+            c.i64(msg_id(0, first + i as i64))
+                .i32(0)
+                .i32(ack.buf.len() as i32)
+                .raw(&ack.buf);
+        }
+        c.buf
+    }
+
+    fn receive_body(s: &mut Session, id: i64, seq: i32, body: Vec<u8>) -> Vec<Action> {
+        let m = decrypt(&key(), &client_msg(5, id, seq, body)).unwrap();
+        s.receive(&m, NOW)
+    }
+
+    fn is_error(a: &Action, message: &str) -> bool {
+        matches!(a, Action::Send { body, .. } if body.ends_with(&{
+            let mut w = Writer::new();
+            w.bytes(message.as_bytes());
+            w.buf
+        }))
+    }
+
+    #[test]
+    fn containers_at_the_cap_are_served_and_one_more_is_refused() {
+        let mut s = Session::new(42, 5);
+        s.announced = true;
+        let acts = receive_body(
+            &mut s,
+            msg_id(0, 5000),
+            0,
+            container(1, MAX_CONTAINER_MESSAGES),
+        );
+        assert!(acts.is_empty(), "acks need no answer: {acts:?}");
+        assert!(s.seen.contains(&msg_id(0, MAX_CONTAINER_MESSAGES as i64)));
+        let acts = receive_body(
+            &mut s,
+            msg_id(0, 5001),
+            0,
+            container(2000, MAX_CONTAINER_MESSAGES + 1),
+        );
+        assert_eq!(acts.len(), 1, "{acts:?}");
+        assert!(is_error(&acts[0], "INPUT_REQUEST_TOO_LONG"), "{acts:?}");
+        assert!(
+            !s.seen.contains(&msg_id(0, 2000)),
+            "nothing of it served"
+        );
+    }
+
+    #[test]
+    fn msgs_state_req_at_the_cap_is_answered_fast_and_one_more_is_refused() {
+        let mut s = Session::new(42, 5);
+        s.announced = true;
+        receive_body(&mut s, msg_id(0, 1), 0, container(10, 500));
+        let ids: Vec<i64> = (0..MAX_STATE_REQ_IDS as i64)
+            .map(|i| msg_id(0, 10 + i))
+            .collect();
+        let mut req = Writer::new();
+        req.u32(MSGS_STATE_REQ).vec_i64(&ids);
+        let started = std::time::Instant::now();
+        let acts = receive_body(&mut s, msg_id(0, 9000), 0, req.buf);
+        assert!(started.elapsed() < std::time::Duration::from_millis(500));
+        let Action::Send { body, .. } = &acts[0] else {
+            panic!("{acts:?}")
+        };
+        let mut r = Reader::new(body);
+        assert_eq!(r.u32().unwrap(), MSGS_STATE_INFO);
+        r.i64().unwrap();
+        let info = r.bytes().unwrap();
+        assert_eq!(info.len(), MAX_STATE_REQ_IDS);
+        // The session remembers its latest ids only: the container's last IDS_PER_SESSION.
+        let forgotten = 500 - crate::replay::IDS_PER_SESSION;
+        assert!(info[..forgotten].iter().all(|b| *b == 2));
+        assert!(info[forgotten..500].iter().all(|b| *b == 4));
+        assert!(info[500..].iter().all(|b| *b == 2));
+        let mut over = Writer::new();
+        over.u32(MSGS_STATE_REQ)
+            .vec_i64(&vec![1; MAX_STATE_REQ_IDS + 1]);
+        let acts = receive_body(&mut s, msg_id(0, 9001), 0, over.buf);
+        assert!(is_error(&acts[0], "INPUT_REQUEST_TOO_LONG"), "{acts:?}");
+    }
+
+    #[test]
+    fn gzip_in_a_container_is_charged_to_one_budget_for_the_message() {
+        // Two calls of 1.5 MiB each, gzip-packed: each alone fits, both are over the budget.
+        let mut big = Writer::new();
+        big.u32(0xc4f9186b).raw(&vec![0u8; 3 << 19]);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut gz, &big.buf).unwrap();
+        let mut packed = Writer::new();
+        packed.u32(GZIP_PACKED).bytes(&gz.finish().unwrap());
+        let mut c = Writer::new();
+        c.u32(MSG_CONTAINER).i32(2);
+        for n in 0..2 {
+            c.i64(msg_id(0, 10 + n))
+                .i32(1)
+                .i32(packed.buf.len() as i32)
+                .raw(&packed.buf);
+        }
+        let mut s = Session::new(42, 5);
+        s.announced = true;
+        let acts = receive_body(&mut s, msg_id(0, 20), 0, c.buf);
+        assert_eq!(acts.len(), 2, "{acts:?}");
+        assert!(matches!(&acts[0], Action::Call { body, .. } if body.len() == big.buf.len()));
+        assert!(is_error(&acts[1], "INPUT_REQUEST_TOO_LONG"), "{acts:?}");
+        // The call's own decoding gets what is left of the message's budget.
+        assert_eq!(
+            s.budget_mut().inflated_left(),
+            crate::tl::MAX_INFLATED_BYTES - big.buf.len()
         );
     }
 

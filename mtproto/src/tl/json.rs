@@ -5,16 +5,11 @@
 //! Encoding fills required parameters the object leaves out with their type's zero (0, "", empty
 //! vector, false), so answers only name what they mean; a missing required object is an error.
 
-use flate2::read::GzDecoder;
 use serde_json::{Map, Value};
-use std::io::Read;
 
+use super::budget::{DecodeBudget, MAX_DEPTH};
 use super::schema::{Combinator, ParamType, Schema};
 use super::{Reader, TlError, Writer, BOOL_FALSE, BOOL_TRUE, GZIP_PACKED, VECTOR};
-
-const MAX_DEPTH: usize = 64;
-/// A gzip_packed payload may not inflate past this.
-const MAX_INFLATED: u64 = 16 << 20;
 
 /// Encoding a JSON object as TL failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,44 +24,77 @@ pub enum TlJsonError {
     TooDeep,
 }
 
-/// Reads one boxed object (type or function, `gzip_packed` unwrapped) as JSON.
+/// Reads one boxed object (type or function, `gzip_packed` unwrapped) as JSON, within one
+/// message's default [`DecodeBudget`] (tools and tests reading a single object).
 pub fn decode_object(schema: &Schema, r: &mut Reader<'_>) -> Result<Value, TlError> {
-    decode_boxed(schema, r, 0)
+    decode_object_within(schema, r, &mut DecodeBudget::default())
 }
 
-fn decode_boxed(schema: &Schema, r: &mut Reader<'_>, depth: usize) -> Result<Value, TlError> {
-    if depth > MAX_DEPTH {
-        return Err(TlError::TooDeep);
-    }
+/// Reads one boxed object as JSON, charging `budget` as it goes.
+pub fn decode_object_within(
+    schema: &Schema,
+    r: &mut Reader<'_>,
+    budget: &mut DecodeBudget,
+) -> Result<Value, TlError> {
+    decode_boxed(schema, r, budget, 0)
+}
+
+/// Reads the parameters of `c` (its constructor id already read) as a JSON object named by it.
+/// With `until_query`, stops before the first `!X` parameter (a wrapper's `query`), leaving the
+/// reader there: the caller looks at the wrapped call before anything of it is decoded.
+pub fn decode_fields_within(
+    schema: &Schema,
+    c: &Combinator,
+    r: &mut Reader<'_>,
+    budget: &mut DecodeBudget,
+    until_query: bool,
+) -> Result<Value, TlError> {
+    decode_fields(schema, c, r, budget, 0, until_query)
+}
+
+fn decode_boxed(
+    schema: &Schema,
+    r: &mut Reader<'_>,
+    budget: &mut DecodeBudget,
+    depth: usize,
+) -> Result<Value, TlError> {
+    budget.depth(depth)?;
     let id = r.u32()?;
     match id {
-        BOOL_TRUE => return Ok(Value::Bool(true)),
-        BOOL_FALSE => return Ok(Value::Bool(false)),
+        BOOL_TRUE | BOOL_FALSE => {
+            budget.values(1)?;
+            return Ok(Value::Bool(id == BOOL_TRUE));
+        }
         // A vector where an object stands (a function's `Vector<User>` result): of objects.
         VECTOR => {
-            let n = r.count(4)?;
+            budget.values(1)?;
+            let n = budget.items(r.count(4)?)?;
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
-                items.push(decode_boxed(schema, r, depth + 1)?);
+                items.push(decode_boxed(schema, r, budget, depth + 1)?);
             }
             return Ok(Value::Array(items));
         }
         GZIP_PACKED => {
-            let inner = gunzip(r.bytes()?)?;
-            return decode_boxed(schema, &mut Reader::new(&inner), depth + 1);
+            let inner = budget.gunzip(r.bytes()?)?;
+            return decode_boxed(schema, &mut Reader::new(&inner), budget, depth + 1);
         }
         _ => {}
     }
     let c = schema.by_id(id).ok_or(TlError::UnknownConstructor(id))?;
-    decode_fields(schema, c, r, depth)
+    decode_fields(schema, c, r, budget, depth, false)
 }
 
 fn decode_fields(
     schema: &Schema,
     c: &Combinator,
     r: &mut Reader<'_>,
+    budget: &mut DecodeBudget,
     depth: usize,
+    until_query: bool,
 ) -> Result<Value, TlError> {
+    // The object and its "_" name.
+    budget.values(2)?;
     let mut obj = Map::new();
     obj.insert("_".into(), Value::String(c.name.clone()));
     let mut flags: Vec<(&str, u32)> = Vec::new();
@@ -83,6 +111,7 @@ fn decode_fields(
                     .map(|(_, v)| v & (1 << bit) != 0)
                     .unwrap_or(false);
                 if matches!(**inner, ParamType::True) {
+                    budget.values(1)?;
                     obj.insert(p.name.clone(), Value::Bool(set));
                     continue;
                 }
@@ -91,9 +120,10 @@ fn decode_fields(
                 }
                 inner.as_ref()
             }
+            ParamType::Generic if until_query => break,
             ty => ty,
         };
-        let v = decode_value(schema, ty, r, depth + 1)?;
+        let v = decode_value(schema, ty, r, budget, depth + 1)?;
         obj.insert(p.name.clone(), v);
     }
     Ok(Value::Object(obj))
@@ -103,21 +133,21 @@ fn decode_value(
     schema: &Schema,
     ty: &ParamType,
     r: &mut Reader<'_>,
+    budget: &mut DecodeBudget,
     depth: usize,
 ) -> Result<Value, TlError> {
-    if depth > MAX_DEPTH {
-        return Err(TlError::TooDeep);
-    }
+    budget.depth(depth)?;
+    let scalar = |budget: &mut DecodeBudget, v: Value| budget.values(1).map(|()| v);
     Ok(match ty {
-        ParamType::Int => Value::from(r.i32()?),
-        ParamType::Long => Value::from(r.i64()?),
-        ParamType::Double => Value::from(r.f64()?),
-        ParamType::String => Value::String(r.string()?),
-        ParamType::Bytes => Value::String(hex::encode(r.bytes()?)),
-        ParamType::Int128 => Value::String(hex::encode(r.take(16)?)),
-        ParamType::Int256 => Value::String(hex::encode(r.take(32)?)),
-        ParamType::Bool => Value::Bool(r.bool()?),
-        ParamType::True => Value::Bool(true),
+        ParamType::Int => scalar(budget, Value::from(r.i32()?))?,
+        ParamType::Long => scalar(budget, Value::from(r.i64()?))?,
+        ParamType::Double => scalar(budget, Value::from(r.f64()?))?,
+        ParamType::String => scalar(budget, Value::String(r.string()?))?,
+        ParamType::Bytes => scalar(budget, Value::String(hex::encode(r.bytes()?)))?,
+        ParamType::Int128 => scalar(budget, Value::String(hex::encode(r.take(16)?)))?,
+        ParamType::Int256 => scalar(budget, Value::String(hex::encode(r.take(32)?)))?,
+        ParamType::Bool => scalar(budget, Value::Bool(r.bool()?))?,
+        ParamType::True => scalar(budget, Value::Bool(true))?,
         ParamType::Vector(inner) => {
             let id = r.u32()?;
             if id != VECTOR {
@@ -126,15 +156,15 @@ fn decode_value(
                     expected: "Vector",
                 });
             }
-            decode_items(schema, inner, r, depth)?
+            decode_items(schema, inner, r, budget, depth)?
         }
-        ParamType::BareVector(inner) => decode_items(schema, inner, r, depth)?,
-        ParamType::Generic | ParamType::Boxed(_) => decode_boxed(schema, r, depth)?,
+        ParamType::BareVector(inner) => decode_items(schema, inner, r, budget, depth)?,
+        ParamType::Generic | ParamType::Boxed(_) => decode_boxed(schema, r, budget, depth)?,
         ParamType::Bare(name) => {
             let c = schema
                 .by_name(name)
                 .ok_or(TlError::Invalid("unknown bare type"))?;
-            decode_fields(schema, c, r, depth)?
+            decode_fields(schema, c, r, budget, depth, false)?
         }
         ParamType::Flags | ParamType::Conditional { .. } => {
             return Err(TlError::Invalid("flags inside a value"))
@@ -146,27 +176,23 @@ fn decode_items(
     schema: &Schema,
     inner: &ParamType,
     r: &mut Reader<'_>,
+    budget: &mut DecodeBudget,
     depth: usize,
 ) -> Result<Value, TlError> {
-    let n = r.count(4)?;
+    budget.values(1)?;
+    // The capacity is what the budget allows, never what the wire announces.
+    let n = budget.items(r.count(4)?)?;
     let mut items = Vec::with_capacity(n);
     for _ in 0..n {
-        items.push(decode_value(schema, inner, r, depth + 1)?);
+        items.push(decode_value(schema, inner, r, budget, depth + 1)?);
     }
     Ok(Value::Array(items))
 }
 
-/// Inflates a `gzip_packed` payload, refusing anything that inflates past [`MAX_INFLATED`].
+/// Inflates one `gzip_packed` payload within a message's default [`DecodeBudget`] (tools and
+/// tests reading the server's answers).
 pub fn gunzip(data: &[u8]) -> Result<Vec<u8>, TlError> {
-    let mut out = Vec::new();
-    GzDecoder::new(data)
-        .take(MAX_INFLATED + 1)
-        .read_to_end(&mut out)
-        .map_err(|_| TlError::Invalid("bad gzip_packed data"))?;
-    if out.len() as u64 > MAX_INFLATED {
-        return Err(TlError::Invalid("gzip_packed data too large"));
-    }
-    Ok(out)
+    DecodeBudget::default().gunzip(data)
 }
 
 /// Writes a function's answer: `value` as the TL type the function `function` returns (a boxed
@@ -403,6 +429,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::tl::{MAX_INFLATED_BYTES, MAX_VALUES};
 
     fn round_trip(v: Value) -> Value {
         let s = Schema::api();
@@ -444,6 +471,134 @@ mod tests {
         let mut w = Writer::new();
         let err = encode_object(Schema::api(), &json!({"_": "updateNewMessage"}), &mut w);
         assert!(matches!(err, Err(TlJsonError::Missing(_))));
+    }
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut e, data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn packed(data: &[u8]) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u32(GZIP_PACKED).bytes(&gz(data));
+        w.buf
+    }
+
+    fn encode(v: Value) -> Vec<u8> {
+        let mut w = Writer::new();
+        encode_object(Schema::api(), &v, &mut w).unwrap();
+        w.buf
+    }
+
+    /// The bomb of issue 11: each level inflates to a few MB of a gzip_packed object that
+    /// inflates again. Every level used to get 16 MB of its own, all alive at once.
+    #[test]
+    fn nested_gzip_bombs_are_refused_within_one_budget() {
+        // Innermost: a vector announcing a million `true` values (4 bytes each, 4 MB).
+        let mut inner = Writer::new();
+        inner.u32(VECTOR).i32(1 << 20);
+        for _ in 0..(1 << 20) {
+            inner.u32(BOOL_TRUE);
+        }
+        let mut level = inner.buf;
+        for _ in 0..4 {
+            let mut next = packed(&level);
+            // Padding after the packed object makes each level large too.
+            next.resize(next.len() + (3 << 20), 0);
+            level = next;
+        }
+        let bomb = packed(&level);
+        assert!(bomb.len() < 64 << 10, "{} bytes", bomb.len());
+        let mut budget = DecodeBudget::default();
+        let err = decode_object_within(Schema::api(), &mut Reader::new(&bomb), &mut budget);
+        assert!(matches!(err, Err(TlError::OverBudget(_))), "{err:?}");
+    }
+
+    #[test]
+    fn a_vector_count_past_the_budget_is_refused_before_its_items() {
+        // messages.deleteMessages with 2^20 ids announced and present (after inflation).
+        let mut w = Writer::new();
+        w.u32(Schema::api().by_name("messages.deleteMessages").unwrap().id)
+            .u32(0)
+            .u32(VECTOR)
+            .i32(1 << 20);
+        w.raw(&vec![0u8; 4 << 20]);
+        let mut budget = DecodeBudget::new(8 << 20, MAX_VALUES, MAX_DEPTH);
+        let err = decode_object_within(Schema::api(), &mut Reader::new(&w.buf), &mut budget);
+        assert_eq!(
+            err,
+            Err(TlError::OverBudget("vector longer than the value budget"))
+        );
+        // Only the object, its name, `revoke` and the vector itself were charged: it was
+        // refused on its count.
+        assert_eq!(budget.values_left(), MAX_VALUES - 4);
+    }
+
+    #[test]
+    fn values_at_the_budget_decode_and_one_fewer_is_refused() {
+        let ids: Vec<i64> = (0..1000).collect();
+        let body = encode(json!({"_": "messages.deleteMessages", "revoke": true, "id": ids}));
+        let mut budget = DecodeBudget::default();
+        decode_object_within(Schema::api(), &mut Reader::new(&body), &mut budget).unwrap();
+        let used = MAX_VALUES - budget.values_left();
+        // The object, its name, `revoke`, the vector and its 1000 items.
+        assert_eq!(used, 1004);
+        let mut exact = DecodeBudget::new(MAX_INFLATED_BYTES, used, MAX_DEPTH);
+        assert!(decode_object_within(Schema::api(), &mut Reader::new(&body), &mut exact).is_ok());
+        let mut short = DecodeBudget::new(MAX_INFLATED_BYTES, used - 1, MAX_DEPTH);
+        assert!(matches!(
+            decode_object_within(Schema::api(), &mut Reader::new(&body), &mut short),
+            Err(TlError::OverBudget(_))
+        ));
+    }
+
+    #[test]
+    fn the_largest_real_request_fits_the_budget() {
+        // contacts.importContacts with the application's maximum of contacts.
+        let contacts: Vec<Value> = (0..domain_max_import_contacts())
+            .map(|i| {
+                json!({"_": "inputPhoneContact", "client_id": i, "phone": "+15550000000",
+                "first_name": "A", "last_name": "B"})
+            })
+            .collect();
+        let body = encode(json!({"_": "contacts.importContacts", "contacts": contacts}));
+        let gzipped = packed(&body);
+        let mut budget = DecodeBudget::default();
+        let v =
+            decode_object_within(Schema::api(), &mut Reader::new(&gzipped), &mut budget).unwrap();
+        assert_eq!(v["contacts"].as_array().unwrap().len(), 1000);
+        assert!(budget.values_left() > MAX_VALUES / 2, "{budget:?}");
+    }
+
+    /// `domain::limits::MAX_IMPORT_CONTACTS` (this crate does not depend on domain).
+    fn domain_max_import_contacts() -> usize {
+        1000
+    }
+
+    #[test]
+    fn depth_at_the_limit_decodes_and_one_deeper_is_refused() {
+        // jsonArray nests: each level is a vector inside an object (JSONValue in
+        // initConnection's params is where a client controls depth).
+        let s = Schema::api();
+        let nest = |levels: usize| {
+            let mut w = Writer::new();
+            for _ in 0..levels {
+                w.u32(s.by_name("jsonArray").unwrap().id).u32(VECTOR).i32(1);
+            }
+            w.u32(s.by_name("jsonNull").unwrap().id);
+            w.buf
+        };
+        // Each level is jsonArray (boxed), its Vector parameter and the boxed item: 2 steps.
+        let ok = nest(MAX_DEPTH / 2);
+        let deep = nest(MAX_DEPTH / 2 + 1);
+        let mut b = DecodeBudget::default();
+        assert!(decode_object_within(Schema::api(), &mut Reader::new(&ok), &mut b).is_ok());
+        let mut b = DecodeBudget::default();
+        assert_eq!(
+            decode_object_within(Schema::api(), &mut Reader::new(&deep), &mut b),
+            Err(TlError::TooDeep)
+        );
     }
 
     #[test]

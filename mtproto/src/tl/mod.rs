@@ -2,12 +2,17 @@
 //! converter between TL bytes and JSON objects named by constructor (`{"_": "user", …}`), the
 //! shape the application layer's answers and requests already have.
 
+mod budget;
 mod json;
 mod reader;
 mod schema;
 mod writer;
 
-pub use json::{decode_object, encode_object, encode_result, gunzip, TlJsonError};
+pub use budget::{DecodeBudget, MAX_DEPTH, MAX_INFLATED_BYTES, MAX_VALUES};
+pub use json::{
+    decode_fields_within, decode_object, decode_object_within, encode_object, encode_result,
+    gunzip, TlJsonError,
+};
 pub use reader::{Reader, TlError};
 pub use schema::{Combinator, Param, ParamType, Schema};
 pub use writer::Writer;

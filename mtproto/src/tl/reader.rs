@@ -11,6 +11,9 @@ pub enum TlError {
     Invalid(&'static str),
     #[error("nesting too deep")]
     TooDeep,
+    /// The message's [`super::DecodeBudget`] ran out (inflated bytes or values).
+    #[error("decoding budget exceeded: {0}")]
+    OverBudget(&'static str),
 }
 
 /// Reads TL primitives from a byte slice; every read checks bounds.

@@ -48,7 +48,7 @@ impl Framing {
                     (usize::from(first & 0x7f), 1)
                 };
                 let len = words * 4;
-                check_len(len)?;
+                check_len(len, 0)?;
                 take(buf, header, len)
             }
             Kind::Intermediate | Kind::PaddedIntermediate => {
@@ -57,7 +57,13 @@ impl Framing {
                 }
                 let len =
                     (u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) & 0x7fff_ffff) as usize;
-                check_len(len)?;
+                // Padded intermediate: a payload of up to MAX_FRAME and its padding.
+                let padding = if self.kind == Kind::PaddedIntermediate {
+                    MAX_PADDING
+                } else {
+                    0
+                };
+                check_len(len, padding)?;
                 if self.kind == Kind::Intermediate && len % 4 != 0 {
                     return Err(TransportError::BadLength(len));
                 }
@@ -71,7 +77,7 @@ impl Framing {
                 if total < 12 || total % 4 != 0 {
                     return Err(TransportError::BadLength(total));
                 }
-                check_len(total - 12)?;
+                check_len(total - 12, 0)?;
                 if buf.len() < total {
                     return Ok(None);
                 }
@@ -118,7 +124,7 @@ impl Framing {
             }
             Kind::PaddedIntermediate => {
                 let mut rng = rand::thread_rng();
-                let pad: usize = rng.gen_range(0..16);
+                let pad: usize = rng.gen_range(0..=MAX_PADDING);
                 out.extend_from_slice(&((payload.len() + pad) as u32).to_le_bytes());
                 out.extend_from_slice(payload);
                 out.extend((0..pad).map(|_| rng.gen::<u8>()));
@@ -142,8 +148,11 @@ impl Framing {
     }
 }
 
-fn check_len(len: usize) -> Result<(), TransportError> {
-    if len > MAX_FRAME {
+/// Padded intermediate adds 0 to 15 random bytes after a payload.
+const MAX_PADDING: usize = 15;
+
+fn check_len(len: usize, padding: usize) -> Result<(), TransportError> {
+    if len > MAX_FRAME + padding {
         return Err(TransportError::TooLarge(len));
     }
     if len < 4 {
@@ -216,6 +225,44 @@ mod tests {
         assert!(Framing::new(Kind::Intermediate).decode(&mut inter).is_err());
         let mut full = (too_big + 12).to_le_bytes().to_vec();
         assert!(Framing::new(Kind::Full).decode(&mut full).is_err());
+    }
+
+    #[test]
+    fn a_frame_at_the_limit_passes_in_every_framing_and_one_word_more_is_refused() {
+        let max = vec![5u8; crate::MAX_FRAME];
+        for kind in KINDS {
+            // Padded intermediate pads up to 15 bytes past the limit (found by the fuzzer).
+            for _ in 0..8 {
+                let mut wire = Vec::new();
+                Framing::new(kind).encode(&max, &mut wire);
+                let got = Framing::new(kind).decode(&mut wire).unwrap().unwrap();
+                assert_eq!(&got[..max.len()], &max[..], "{kind:?}");
+            }
+            if kind == Kind::PaddedIntermediate {
+                continue;
+            }
+            let mut wire = Vec::new();
+            Framing::new(kind).encode(&vec![5u8; crate::MAX_FRAME + 4], &mut wire);
+            assert!(
+                matches!(
+                    Framing::new(kind).decode(&mut wire),
+                    Err(TransportError::TooLarge(_))
+                ),
+                "{kind:?}"
+            );
+        }
+        // Padded intermediate: the frame length may reach MAX_FRAME + 15, not one byte more.
+        let at = (crate::MAX_FRAME + MAX_PADDING) as u32;
+        let mut ok = at.to_le_bytes().to_vec();
+        assert_eq!(
+            Framing::new(Kind::PaddedIntermediate).decode(&mut ok),
+            Ok(None)
+        );
+        let mut over = (at + 1).to_le_bytes().to_vec();
+        assert!(matches!(
+            Framing::new(Kind::PaddedIntermediate).decode(&mut over),
+            Err(TransportError::TooLarge(_))
+        ));
     }
 
     #[test]

@@ -1,9 +1,17 @@
-//! Serving one RPC call: decode the TL function into the JSON shape the application speaks, peel
-//! the wrappers (invokeWithLayer, initConnection, …), route it (bootstrap answers, sign-in, or the
-//! JSON API's own dispatch table: one implementation, two fronts) and encode the answer as TL.
+//! Serving one RPC call: peel the wrappers (invokeWithLayer, initConnection, …) reading only their
+//! own fields, look at the inner function's constructor and refuse it unread when it needs an
+//! account the connection has not signed in to; then decode it into the JSON shape the
+//! application speaks, within the message's decoding budget, route it (bootstrap answers,
+//! sign-in, or the JSON API's own dispatch table: one implementation, two fronts) and encode the
+//! answer as TL.
+
+use std::borrow::Cow;
 
 use application::tl::RpcError;
-use mtproto::tl::{decode_object, encode_result, Reader, Schema, TlError, Writer};
+use mtproto::tl::{
+    decode_fields_within, encode_result, Combinator, DecodeBudget, Reader, Schema, TlError, Writer,
+    GZIP_PACKED,
+};
 use serde_json::{json, Value};
 
 use super::connection::Conn;
@@ -22,6 +30,16 @@ impl CallError {
         Self {
             code,
             message: message.into(),
+        }
+    }
+
+    /// The answer to a call that did not decode.
+    fn undecodable(e: &TlError) -> Self {
+        match e {
+            TlError::UnknownConstructor(_) => Self::new(400, "INPUT_METHOD_INVALID"),
+            // Over the message's budget (docs/security.md, "mtproto-decoding").
+            TlError::OverBudget(_) | TlError::TooDeep => Self::new(400, "INPUT_REQUEST_TOO_LONG"),
+            _ => Self::new(400, "INPUT_FETCH_ERROR"),
         }
     }
 }
@@ -49,34 +67,48 @@ const WRAPPERS: &[&str] = &[
     "invokeWithApnsSecret",
 ];
 
+/// Name prefixes of the calls served without an account (besides the bootstrap answers).
+const BEFORE_SIGN_IN: &[&str] = &["help.", "auth.", "langpack."];
+
+/// A call with its wrappers peeled: what they said, and the inner function with its parameters
+/// not read yet (`body[pos..]`).
+struct Peeled<'a> {
+    layer: Option<i32>,
+    without_updates: bool,
+    function: &'static Combinator,
+    body: Cow<'a, [u8]>,
+    pos: usize,
+}
+
+/// Why a call was not decoded, with the constructor it failed on for the log.
+struct Undecodable {
+    constructor: Option<u32>,
+    error: CallError,
+}
+
 pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallError> {
-    // Requests decode in either layer's ids; answers use the client's layer (see Schema).
-    let schema = Schema::api();
-    let mut request = decode_object(schema, &mut Reader::new(body)).map_err(|e| match e {
-        TlError::UnknownConstructor(id) => {
-            tracing::debug!(constructor = %format!("{id:#010x}"), layer = ?conn.layer, "MTProto call with an unknown constructor");
-            conn.front.metrics.unknown_constructors.count(id);
-            CallError::new(400, "INPUT_METHOD_INVALID")
-        }
-        _ => CallError::new(400, "INPUT_FETCH_ERROR"),
+    // The message's budget (its containers and gzip were already charged): taken out of the
+    // session for the decoding, and what is left put back for the next call of the message.
+    let mut budget = conn
+        .session
+        .as_mut()
+        .map(|s| *s.budget_mut())
+        .unwrap_or_default();
+    let decoded = decode(conn, body, &mut budget);
+    if let Some(s) = conn.session.as_mut() {
+        *s.budget_mut() = budget;
+    }
+    let (name, request) = decoded.map_err(|u| {
+        let outer = Reader::new(body).u32().ok();
+        tracing::debug!(
+            constructor = u.constructor.or(outer).map(|id| format!("{id:#010x}")),
+            outer = outer.map(|id| format!("{id:#010x}")),
+            layer = ?conn.layer,
+            error = %u.error.message,
+            "MTProto call not decoded"
+        );
+        u.error
     })?;
-    loop {
-        let name = request["_"].as_str().unwrap_or_default();
-        if !WRAPPERS.contains(&name) {
-            break;
-        }
-        if name == "invokeWithLayer" {
-            conn.layer = request["layer"].as_i64().map(|l| l as i32);
-        }
-        if name == "invokeWithoutUpdates" {
-            conn.without_updates();
-        }
-        request = request["query"].take();
-    }
-    let name = request["_"].as_str().unwrap_or_default().to_string();
-    if !schema.by_name(&name).is_some_and(|c| c.is_function) {
-        return Err(CallError::new(400, "INPUT_METHOD_INVALID"));
-    }
     tracing::debug!(method = %name, user = ?conn.caller.map(|c| c.user_id), "MTProto call");
     let answer = route(conn, &name, request).await?;
     let mut w = Writer::new();
@@ -85,6 +117,102 @@ pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallEr
         CallError::new(500, "INTERNAL")
     })?;
     Ok(w.buf)
+}
+
+/// Peels the wrappers, applies what they say (layer, no updates), refuses a call that needs an
+/// account on a connection without one before reading its parameters, and decodes the rest.
+fn decode(
+    conn: &mut Conn,
+    body: &[u8],
+    budget: &mut DecodeBudget,
+) -> Result<(String, Value), Undecodable> {
+    // Requests decode in either layer's ids; answers use the client's layer (see Schema).
+    let schema = Schema::api();
+    let peeled = peel(schema, body, budget).map_err(|e| Undecodable {
+        constructor: unknown_constructor(conn, &e),
+        error: CallError::undecodable(&e),
+    })?;
+    if peeled.layer.is_some() {
+        conn.layer = peeled.layer;
+    }
+    if peeled.without_updates {
+        conn.without_updates();
+    }
+    let function = peeled.function;
+    let refuse = |error| Undecodable {
+        constructor: Some(function.id),
+        error,
+    };
+    if !function.is_function {
+        return Err(refuse(CallError::new(400, "INPUT_METHOD_INVALID")));
+    }
+    if conn.caller.is_none() && !served_before_sign_in(conn, &function.name) {
+        return Err(refuse(CallError::new(401, "AUTH_KEY_UNREGISTERED")));
+    }
+    let mut r = Reader::new(&peeled.body[peeled.pos..]);
+    let request = decode_fields_within(schema, function, &mut r, budget, false)
+        .map_err(|e| {
+            unknown_constructor(conn, &e);
+            refuse(CallError::undecodable(&e))
+        })?;
+    Ok((function.name.clone(), request))
+}
+
+/// Counts an unknown constructor per id in /metrics (an operator sees which calls a new client
+/// version needs) and returns it for the log line.
+fn unknown_constructor(conn: &Conn, e: &TlError) -> Option<u32> {
+    match e {
+        TlError::UnknownConstructor(id) => {
+            conn.front.metrics.unknown_constructors.count(*id);
+            Some(*id)
+        }
+        _ => None,
+    }
+}
+
+/// Whether `name` is served to a connection that has not signed in (see [`route`]).
+fn served_before_sign_in(conn: &Conn, name: &str) -> bool {
+    BEFORE_SIGN_IN.iter().any(|p| name.starts_with(p))
+        || bootstrap::answer(conn, name, &Value::Null).is_some()
+}
+
+/// Reads the wrappers' constructor ids and own fields (and inflates a `gzip_packed` query),
+/// stopping at the first constructor that is not a wrapper.
+fn peel<'a>(
+    schema: &'static Schema,
+    body: &'a [u8],
+    budget: &mut DecodeBudget,
+) -> Result<Peeled<'a>, TlError> {
+    let (mut layer, mut without_updates) = (None, false);
+    let (mut body, mut pos) = (Cow::Borrowed(body), 0);
+    for depth in 0.. {
+        budget.depth(depth)?;
+        let mut r = Reader::new(&body[pos..]);
+        let id = r.u32()?;
+        if id == GZIP_PACKED {
+            let inner = budget.gunzip(r.bytes()?)?;
+            (body, pos) = (Cow::Owned(inner), 0);
+            continue;
+        }
+        let c = schema.by_id(id).ok_or(TlError::UnknownConstructor(id))?;
+        if !WRAPPERS.contains(&c.name.as_str()) {
+            return Ok(Peeled {
+                layer,
+                without_updates,
+                function: c,
+                body,
+                pos: pos + 4,
+            });
+        }
+        let fields = decode_fields_within(schema, c, &mut r, budget, true)?;
+        match c.name.as_str() {
+            "invokeWithLayer" => layer = fields["layer"].as_i64().map(|l| l as i32),
+            "invokeWithoutUpdates" => without_updates = true,
+            _ => {}
+        }
+        pos += r.pos();
+    }
+    Err(TlError::TooDeep)
 }
 
 async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, CallError> {
@@ -161,4 +289,83 @@ async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, Cal
 
 fn params(v: Value) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use mtproto::tl::{encode_object, VECTOR};
+    use serde_json::json;
+
+    use super::*;
+
+    fn wrapped_around(inner: &[u8]) -> Vec<u8> {
+        let probe = json!({"_": "invokeWithLayer", "layer": 198, "query": {"_": "initConnection",
+            "api_id": 1, "device_model": "d", "system_version": "1", "app_version": "1",
+            "system_lang_code": "en", "lang_pack": "", "lang_code": "en",
+            "params": {"_": "jsonObject", "value": []},
+            "query": {"_": "invokeWithoutUpdates", "query": {"_": "help.getNearestDc"}}}});
+        let mut w = Writer::new();
+        encode_object(Schema::api(), &probe, &mut w).unwrap();
+        // help.getNearestDc's id is last: the inner call goes there instead.
+        w.buf.truncate(w.buf.len() - 4);
+        w.buf.extend_from_slice(inner);
+        w.buf
+    }
+
+    #[test]
+    fn wrappers_are_peeled_without_reading_the_inner_call() {
+        let schema = Schema::api();
+        // messages.deleteMessages announcing 2^30 ids that are not there.
+        let mut inner = Writer::new();
+        inner
+            .u32(schema.by_name("messages.deleteMessages").unwrap().id)
+            .u32(0)
+            .u32(VECTOR)
+            .i32(1 << 30);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &inner.buf).unwrap();
+        let mut packed = Writer::new();
+        packed.u32(GZIP_PACKED).bytes(&gz.finish().unwrap());
+        let body = wrapped_around(&packed.buf);
+        let mut budget = DecodeBudget::default();
+        let p = peel(schema, &body, &mut budget).unwrap();
+        assert_eq!(p.function.name, "messages.deleteMessages");
+        assert_eq!((p.layer, p.without_updates), (Some(198), true));
+        assert_eq!(&p.body[p.pos..], &inner.buf[4..]);
+        // Only the wrappers' fields were charged (a dozen values), and the inflated bytes.
+        assert!(
+            budget.values_left() > mtproto::tl::MAX_VALUES - 40,
+            "{budget:?}"
+        );
+        assert_eq!(
+            budget.inflated_left(),
+            mtproto::tl::MAX_INFLATED_BYTES - inner.buf.len()
+        );
+    }
+
+    #[test]
+    fn unknown_and_deep_wrappers_are_errors() {
+        let schema = Schema::api();
+        let mut budget = DecodeBudget::default();
+        assert_eq!(
+            peel(
+                schema,
+                &wrapped_around(&0xdead_beefu32.to_le_bytes()),
+                &mut budget
+            )
+            .err(),
+            Some(TlError::UnknownConstructor(0xdead_beef))
+        );
+        let mut deep = Writer::new();
+        for _ in 0..=mtproto::tl::MAX_DEPTH {
+            deep.u32(schema.by_name("invokeWithoutUpdates").unwrap().id);
+        }
+        deep.u32(schema.by_name("help.getNearestDc").unwrap().id);
+        let mut budget = DecodeBudget::default();
+        assert_eq!(
+            peel(schema, &deep.buf, &mut budget).err(),
+            Some(TlError::TooDeep)
+        );
+        assert!(peel(schema, &deep.buf[4..], &mut DecodeBudget::default()).is_ok());
+    }
 }

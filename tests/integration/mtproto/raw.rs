@@ -22,6 +22,7 @@ use super::Setup;
 
 #[path = "push_once.rs"]
 mod push_once;
+mod bombs;
 
 pub(super) const WAIT: Duration = Duration::from_secs(30);
 
