@@ -747,8 +747,9 @@ mod tests {
         r.i64().unwrap();
         let info = r.bytes().unwrap();
         assert_eq!(info.len(), MAX_STATE_REQ_IDS);
-        // The session remembers its latest ids only: the container's last IDS_PER_SESSION.
-        let forgotten = 500 - crate::replay::IDS_PER_SESSION;
+        // The session remembers its latest ids only: this request's own and the container's last
+        // IDS_PER_SESSION - 1.
+        let forgotten = 500 - (crate::replay::IDS_PER_SESSION - 1);
         assert!(info[..forgotten].iter().all(|b| *b == 2));
         assert!(info[forgotten..500].iter().all(|b| *b == 4));
         assert!(info[500..].iter().all(|b| *b == 2));
