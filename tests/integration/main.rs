@@ -10,6 +10,7 @@ mod difference;
 mod edit;
 mod events;
 mod forward;
+mod hostile_payloads;
 mod mtproto;
 mod organization_push;
 mod projections_online;

@@ -1,4 +1,5 @@
 use domain::message::OwnerMessage;
+use domain::message_entity::MessageEntity;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -23,7 +24,7 @@ pub struct Message {
     pub date: i32,
     pub message: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub entities: Vec<Value>,
+    pub entities: Vec<MessageEntity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub edit_date: Option<i32>,
 }
@@ -43,7 +44,7 @@ pub struct MessageReplyHeader {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quote_text: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub quote_entities: Vec<Value>,
+    pub quote_entities: Vec<MessageEntity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quote_offset: Option<i32>,
 }

@@ -99,6 +99,9 @@ pub fn tl_name(e: &DomainError) -> &'static str {
         FilterTitleEmpty => "FILTER_TITLE_EMPTY",
         DialogFiltersTooMuch => "DIALOG_FILTERS_TOO_MUCH",
         ContactNameEmpty => "CONTACT_NAME_EMPTY",
+        EntityMentionUserInvalid => "ENTITY_MENTION_USER_INVALID",
+        EmoticonInvalid => "EMOTICON_INVALID",
+        EventTooLarge => "EVENT_TOO_LARGE",
     }
 }
 
@@ -109,6 +112,7 @@ impl From<&AppError> for RpcError {
             AppError::FloodWait(secs) => RpcError::new(420, format!("FLOOD_WAIT_{secs}")),
             AppError::Forbidden(name) => RpcError::new(403, *name),
             AppError::Unauthorized => RpcError::unauthorized(),
+            AppError::Store(crate::ports::StoreError::Refused(d)) => RpcError::new(400, tl_name(d)),
             AppError::Store(_) => RpcError::internal(),
         }
     }

@@ -38,6 +38,26 @@ pub use read_message_contents::ReadMessageContents;
 use serde::{de::DeserializeOwned, Serialize};
 use thiserror::Error;
 
+use crate::limits::MAX_EVENT_PAYLOAD_BYTES;
+
+/// Bytes of a payload as compact JSON, counted without building the text.
+pub fn payload_size(payload: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a Value into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, payload);
+    count.0
+}
+
 /// One event of one account's log, before or after it got its pts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UserEvent {
@@ -224,6 +244,16 @@ impl UserEvent {
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         v.unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The payload to append, refused with [`DomainError::EventTooLarge`] when its compact JSON
+    /// is over [`MAX_EVENT_PAYLOAD_BYTES`] (every reader, the relay and Kafka can then hold it).
+    pub fn checked_payload(&self) -> Result<serde_json::Value, crate::DomainError> {
+        let payload = self.payload();
+        if payload_size(&payload) > MAX_EVENT_PAYLOAD_BYTES {
+            return Err(crate::DomainError::EventTooLarge);
+        }
+        Ok(payload)
     }
 
     /// Reads a stored event, upcasting older payload versions to today's shape.
