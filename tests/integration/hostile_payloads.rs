@@ -264,6 +264,19 @@ async fn poison_entities_are_refused_and_everyone_keeps_working() {
         "ENTITY_MENTION_USER_INVALID"
     );
 
+    // Each entity within its limits, but together over the per-event payload cap: 100 URLs of
+    // 2048 bytes in the text and 100 more in the quote.
+    let many: Vec<Value> = (0..domain::limits::MAX_MESSAGE_ENTITIES)
+        .map(|_| url(limit))
+        .collect();
+    let too_large = json!({"peer": to_bob, "message": "hello", "random_id": rand_id(), "entities": many,
+        "reply_to": {"_": "inputReplyToMessage", "reply_to_msg_id": first["id"],
+                     "quote_text": "hello", "quote_entities": many}});
+    assert_eq!(
+        alice.rpc_err("messages.sendMessage", too_large).await,
+        (400, "EVENT_TOO_LARGE".to_string())
+    );
+
     // Nothing was appended, and the attacker's own account still works.
     assert_eq!(system.log_rows().await, rows_before);
     assert_eq!(pts(&alice).await, alice_pts);

@@ -402,6 +402,46 @@ mod tests {
     }
 
     #[test]
+    fn payloads_over_the_cap_are_refused() {
+        let peer = UserId::new(7).unwrap();
+        let event = |text: String| {
+            UserEvent::NewMessage(NewMessage {
+                message: crate::message::OwnerMessage {
+                    id: BoxId::new(1).unwrap(),
+                    message_id: crate::ids::MessageId(1),
+                    peer_id: peer,
+                    from_id: peer,
+                    out: true,
+                    date: 1,
+                    text,
+                    entities: Vec::new(),
+                    silent: false,
+                    noforwards: false,
+                    reply_to: None,
+                    fwd_from: None,
+                    media_unread: false,
+                    random_id: None,
+                    edit_date: None,
+                },
+            })
+        };
+        let empty = payload_size(&event(String::new()).payload());
+        let at_cap = event("a".repeat(MAX_EVENT_PAYLOAD_BYTES - empty));
+        assert_eq!(payload_size(&at_cap.payload()), MAX_EVENT_PAYLOAD_BYTES);
+        assert!(at_cap.checked_payload().is_ok());
+        let over = event("a".repeat(MAX_EVENT_PAYLOAD_BYTES - empty + 1));
+        assert_eq!(
+            over.checked_payload(),
+            Err(crate::DomainError::EventTooLarge)
+        );
+        // The count is of the compact JSON text.
+        let v = serde_json::json!({"a": [1, "b\"c"]});
+        assert_eq!(payload_size(&v), serde_json::to_vec(&v).unwrap().len());
+        // Kafka's default record limit is 1 MB; the cap and the envelope stay well under it.
+        const { assert!(MAX_EVENT_PAYLOAD_BYTES + crate::limits::LOG_RECORD_ENVELOPE_BYTES < 1_000_000) };
+    }
+
+    #[test]
     fn unknown_kinds_and_future_versions_are_refused() {
         assert!(matches!(
             UserEvent::decode("nope", 1, serde_json::json!({})),
