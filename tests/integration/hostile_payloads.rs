@@ -388,6 +388,14 @@ async fn a_row_the_relay_cannot_read_does_not_stop_anything() {
     projections::rebuild::rebuild_all(&system.pool)
         .await
         .expect("rebuild");
+    projections::rebuild_online(
+        &system.pool,
+        &[projections::Projection::MessageBoxes],
+        &projections::RebuildControl::default(),
+        &mut |_| {},
+    )
+    .await
+    .expect("online rebuild");
     assert_eq!(difference_texts(&bob).await, ["before", "after", "reply"]);
     system.stop().await;
 }
