@@ -6,7 +6,7 @@
 // Shared with `push`; not every helper is used here.
 #[allow(dead_code)]
 #[path = "push/client.rs"]
-mod client;
+pub(crate) mod client;
 
 use std::time::Duration;
 
@@ -18,16 +18,16 @@ use client::Socket;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// A server with its in-process relay streaming, and a way to sign in.
-struct System {
-    running: ptslog_server::Running,
-    base: String,
+pub(crate) struct System {
+    pub running: ptslog_server::Running,
+    pub base: String,
     http: reqwest::Client,
-    pool: sqlx::PgPool,
+    pub pool: sqlx::PgPool,
     db: String,
 }
 
 impl System {
-    async fn start() -> System {
+    pub async fn start() -> System {
         let db = ptslog_tests::fresh_database().await.expect("db");
         let mut config = ptslog_tests::test_config(&db);
         config.relay_slot = format!("relay_{}", db.trim_start_matches("ptslog_t_"));
@@ -48,7 +48,7 @@ impl System {
         }
     }
 
-    async fn login(&self, phone: &str, name: &str) -> Device {
+    pub async fn login(&self, phone: &str, name: &str) -> Device {
         let body: Value = self
             .http
             .post(format!("{}/v1/auth/login", self.base))
@@ -67,7 +67,7 @@ impl System {
         }
     }
 
-    async fn relay_health(&self) -> Value {
+    pub async fn relay_health(&self) -> Value {
         self.http
             .get(format!("{}/healthz/relay", self.base))
             .send()
@@ -129,7 +129,7 @@ impl System {
         i64::from(pts)
     }
 
-    async fn stop(self) {
+    pub async fn stop(self) {
         self.pool.close().await;
         self.running.shutdown().await;
         ptslog_tests::drop_database(&self.db).await;

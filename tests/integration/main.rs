@@ -13,6 +13,7 @@ mod forward;
 mod hostile_payloads;
 mod mtproto;
 mod organization_push;
+mod payload_properties;
 mod projections_online;
 mod push;
 mod queries;
