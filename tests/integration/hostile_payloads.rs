@@ -248,6 +248,10 @@ async fn poison_entities_are_refused_and_everyone_keeps_working() {
             .1,
         "EMOTICON_INVALID"
     );
+    let at_limit = json!({"id": 2, "filter": {"_": "dialogFilter", "contacts": true,
+        "title": "Work", "emoticon": "x".repeat(domain::limits::MAX_DIALOG_FILTER_EMOTICON_CODE_POINTS),
+        "pinned_peers": [], "include_peers": [], "exclude_peers": []}});
+    alice.rpc("messages.updateDialogFilter", at_limit).await;
     // A mention must name a user the sender can reach, with its access hash.
     let bare_mention = json!({"_": "messageEntityMentionName", "offset": 0, "length": 5, "user_id": carol.user_id});
     assert_eq!(
@@ -277,9 +281,9 @@ async fn poison_entities_are_refused_and_everyone_keeps_working() {
         (400, "EVENT_TOO_LARGE".to_string())
     );
 
-    // Nothing was appended, and the attacker's own account still works.
-    assert_eq!(system.log_rows().await, rows_before);
-    assert_eq!(pts(&alice).await, alice_pts);
+    // Nothing was appended but the one valid filter, and the attacker's own account still works.
+    assert_eq!(system.log_rows().await, rows_before + 1);
+    assert_eq!(pts(&alice).await, alice_pts + 1);
     let ok_url = url(limit);
     let sent = alice.rpc("messages.sendMessage", send(&ok_url)).await;
     pushed(&bob_socket, pts(&bob).await).await;
