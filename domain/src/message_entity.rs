@@ -11,13 +11,14 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::ids::UserId;
 use crate::limits::{MAX_ENTITY_LANGUAGE_BYTES, MAX_ENTITY_URL_BYTES};
 
-/// A string of at most `MAX` bytes without NUL (jsonb cannot hold NUL; no real entity carries one).
+/// A string of at most `MAX` bytes without control characters (jsonb cannot hold NUL, and no URL
+/// or language tag has any; it also keeps JSON escaping to at most two bytes a byte).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct BoundedString<const MAX: usize>(String);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a string longer than {max} bytes or holding NUL")]
+#[error("a string longer than {max} bytes or holding a control character")]
 pub struct BoundedStringError {
     pub max: usize,
 }
@@ -25,7 +26,7 @@ pub struct BoundedStringError {
 impl<const MAX: usize> BoundedString<MAX> {
     pub fn new(raw: impl Into<String>) -> Result<Self, BoundedStringError> {
         let raw = raw.into();
-        if raw.len() > MAX || raw.contains('\0') {
+        if raw.len() > MAX || raw.chars().any(char::is_control) {
             return Err(BoundedStringError { max: MAX });
         }
         Ok(Self(raw))
@@ -194,10 +195,10 @@ impl MessageEntity {
         }
     }
 
-    /// The most bytes one entity takes in a payload: its longest string plus the JSON around it
-    /// (constructor name, keys, two 11-character ints, a 20-character long). Used to size
-    /// [`crate::limits::MAX_EVENT_PAYLOAD_BYTES`].
-    pub const MAX_JSON_BYTES: usize = MAX_ENTITY_URL_BYTES * 6 + 128;
+    /// The most bytes one entity takes in a payload: its longest string, escaped (`"` and `\\`
+    /// take two bytes; control characters are refused), plus the JSON around it (constructor
+    /// name, keys, two 11-character ints). Used to size [`crate::limits::MAX_EVENT_PAYLOAD_BYTES`].
+    pub const MAX_JSON_BYTES: usize = MAX_ENTITY_URL_BYTES * 2 + 128;
 }
 
 #[cfg(test)]
@@ -259,8 +260,14 @@ mod tests {
         // Bytes, not code points: 1024 two-byte characters fill it.
         let wide = json!({"_": "messageEntityTextUrl", "offset": 0, "length": 1, "url": "é".repeat(MAX_ENTITY_URL_BYTES / 2 + 1)});
         assert!(serde_json::from_value::<MessageEntity>(wide).is_err());
-        let nul = json!({"_": "messageEntityTextUrl", "offset": 0, "length": 1, "url": "a\u{0}b"});
-        assert!(serde_json::from_value::<MessageEntity>(nul).is_err());
+        for control in ["a\u{0}b", "a\nb", "\u{7f}"] {
+            let bad =
+                json!({"_": "messageEntityTextUrl", "offset": 0, "length": 1, "url": control});
+            assert!(
+                serde_json::from_value::<MessageEntity>(bad).is_err(),
+                "{control:?}"
+            );
+        }
     }
 
     #[test]
@@ -274,8 +281,8 @@ mod tests {
 
     #[test]
     fn the_largest_entity_fits_its_budget() {
-        // The worst case: a URL of MAX bytes that JSON escapes six-fold (control characters).
-        let url = "\u{1}".repeat(MAX_ENTITY_URL_BYTES);
+        // The worst case: a URL of MAX bytes that JSON escapes two-fold.
+        let url = "\"".repeat(MAX_ENTITY_URL_BYTES);
         let e = MessageEntity::TextUrl {
             offset: i32::MAX,
             length: i32::MIN,

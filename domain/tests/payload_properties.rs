@@ -90,8 +90,11 @@ fn bounded(max: usize) -> impl Strategy<Value = String> {
     prop_oneof![
         "[a-z0-9:/._~-]{0,64}",
         (0..=max).prop_map(|n| "u".repeat(n)),
-        proptest::collection::vec(any::<char>().prop_filter("no NUL", |c| *c != '\0'), 0..32)
-            .prop_map(|c| c.into_iter().collect()),
+        proptest::collection::vec(
+            any::<char>().prop_filter("no control characters", |c| !c.is_control()),
+            0..32
+        )
+        .prop_map(|c| c.into_iter().collect()),
     ]
     .prop_filter("within the limit", move |s: &String| s.len() <= max)
 }
