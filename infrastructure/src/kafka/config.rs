@@ -77,3 +77,26 @@ impl KafkaConfig {
         self.base()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::producer::{FutureProducer, Producer};
+
+    #[test]
+    fn the_producer_takes_the_record_limit() {
+        // librdkafka checks its settings when the client is created (no broker needed).
+        let producer: FutureProducer = KafkaConfig::new("127.0.0.1:1")
+            .producer()
+            .create()
+            .expect("a valid producer configuration");
+        let _ = producer.client();
+        let c = KafkaConfig::new("127.0.0.1:1").producer();
+        assert_eq!(
+            c.get("message.max.bytes"),
+            Some(MAX_RECORD_BYTES.to_string().as_str())
+        );
+        // Well under Kafka's default broker limit (message.max.bytes = 1048588).
+        const { assert!(MAX_RECORD_BYTES < 1_000_000) };
+    }
+}

@@ -142,3 +142,32 @@ impl RecordSink for KafkaSink {
         .boxed())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_too_big_for_kafka_goes_out_undecodable() {
+        let record = LogRecord {
+            v: application::fanout::RECORD_VERSION,
+            user_id: 2,
+            pts: 9,
+            pts_count: 1,
+            kind: "new_message".into(),
+            payload_version: 1,
+            payload: serde_json::json!({"text": "x".repeat(MAX_RECORD_BYTES)}),
+            auth_key_id: 0,
+            session_id: 0,
+            committed_at: "2025-11-30T09:10:00.000000Z".into(),
+            undecodable: None,
+        };
+        let size = record.to_json().len();
+        assert!(size > MAX_RECORD_BYTES);
+        let stand_in = oversized(&record, size);
+        assert!(stand_in.to_json().len() < 1024);
+        assert_eq!((stand_in.user_id, stand_in.pts), (2, 9));
+        assert_eq!(stand_in.payload, serde_json::Value::Null);
+        assert!(stand_in.undecodable.unwrap().contains("Kafka limit"));
+    }
+}
