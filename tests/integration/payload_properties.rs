@@ -26,6 +26,16 @@ fn cases() -> usize {
         .unwrap_or(64)
 }
 
+/// The suite draws the same cases every run (a failure reproduces); a fuzz run
+/// (`PTSLOG_FUZZ_CASES` set) draws new ones each time.
+fn runner() -> TestRunner {
+    if std::env::var_os("PTSLOG_FUZZ_CASES").is_some() {
+        TestRunner::default()
+    } else {
+        TestRunner::deterministic()
+    }
+}
+
 fn draw<S: Strategy>(runner: &mut TestRunner, s: &S) -> S::Value {
     s.new_tree(runner).expect("a value").current()
 }
@@ -171,7 +181,7 @@ async fn accepted_requests_round_trip_through_the_log_pushes_and_verify() {
     ptslog_tests::wait_relay_streaming(&system.running.relay_status, Duration::from_secs(240))
         .await;
 
-    let mut runner = TestRunner::default();
+    let mut runner = runner();
     // What Bob must see, in order: (text, entities, quote entities).
     let mut expected: Vec<(String, Vec<Value>, Option<Vec<Value>>)> = Vec::new();
     let mut sent_ids: Vec<i64> = Vec::new();
@@ -458,7 +468,7 @@ async fn no_request_body_gets_a_500() {
     let bob_user = json!({"_": "inputUser", "user_id": to_bob["user_id"], "access_hash": to_bob["access_hash"]});
     let seeds = seeds(&to_bob, &bob_user);
     let methods = ptslog_server::http::METHODS;
-    let mut runner = TestRunner::default();
+    let mut runner = runner();
     // Each case: one method, one body (at least one case per method).
     for case in 0..cases().max(methods.len()) {
         let kind = draw(&mut runner, &(0..10u8));
