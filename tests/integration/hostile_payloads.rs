@@ -308,13 +308,32 @@ async fn poison_entities_are_refused_and_everyone_keeps_working() {
         last["entities"],
         json!([{"_": "messageEntityMentionName", "offset": 0, "length": 5, "user_id": alice.user_id}])
     );
+    // A user Alice can reach (with her access hash) may be mentioned; Bob then gets that user.
+    let carol_hash = alice.peer_of("+15557110003").await["access_hash"].clone();
+    let mention = json!({"_": "inputMessageEntityMentionName", "offset": 0, "length": 5,
+        "user_id": {"_": "inputUser", "user_id": carol.user_id, "access_hash": carol_hash}});
+    alice.rpc("messages.sendMessage", send(&mention)).await;
+    let bob_diff = bob
+        .rpc(
+            "updates.getDifference",
+            json!({"pts": 0, "date": 0, "qts": 0}),
+        )
+        .await;
+    assert!(
+        bob_diff["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["id"] == carol.user_id),
+        "{bob_diff}"
+    );
 
     // Everyone else: pushes and getDifference.
     bob.send(&to_carol, "still here").await;
     pushed(&carol_socket, pts(&carol).await).await;
     assert_eq!(difference_texts(&carol).await, ["still here"]);
-    assert_eq!(difference_texts(&bob).await.len(), 4);
-    assert_eq!(difference_texts(&alice).await.len(), 3);
+    assert_eq!(difference_texts(&bob).await.len(), 5);
+    assert_eq!(difference_texts(&alice).await.len(), 4);
     assert_relay_healthy(&system).await;
     let report = projections::verify::verify(&system.pool)
         .await

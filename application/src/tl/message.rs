@@ -113,11 +113,19 @@ pub enum Messages {
     },
 }
 
-/// Users a message mentions: its sender, its chat and the author of what it forwards.
+/// Users a message mentions: its sender, its chat, the author of what it forwards and the users
+/// its mention entities name (the sender could reach each, with its own access hash).
 pub fn users_of_message(m: &OwnerMessage) -> Vec<domain::UserId> {
     let mut ids = vec![m.from_id, m.peer_id];
     if let Some(f) = &m.fwd_from {
         ids.push(f.from_id);
     }
+    let quoted = m.reply_to.iter().flat_map(|r| &r.quote_entities);
+    ids.extend(
+        m.entities
+            .iter()
+            .chain(quoted)
+            .filter_map(MessageEntity::mentioned_user),
+    );
     ids
 }
