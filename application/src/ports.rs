@@ -24,6 +24,10 @@ pub enum StoreError {
     Exhausted(UserId),
     #[error("bug: {0}")]
     Bug(String),
+    /// The store refused what it was asked to write (an event over the payload cap); nothing was
+    /// written. Answered as the domain error's TL error (400), not as a failure.
+    #[error("refused: {0}")]
+    Refused(domain::DomainError),
 }
 
 /// The device a change came from, recorded on each event so pushes can skip it.
@@ -122,6 +126,33 @@ pub struct StoredEvent {
     pub date: i32,
 }
 
+/// A log row this release cannot read (written behind the application's back, by a newer
+/// release, or before a limit existed): where it stands in the log and why, never its payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndecodableEvent {
+    pub user_id: UserId,
+    pub pts: Pts,
+    pub pts_count: i32,
+    pub kind: String,
+    pub reason: String,
+}
+
+/// One row of the log as read for a client: the event, or why it cannot be read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LogEntry {
+    Event(StoredEvent),
+    Undecodable(UndecodableEvent),
+}
+
+impl LogEntry {
+    pub fn pts(&self) -> Pts {
+        match self {
+            LogEntry::Event(e) => e.pts,
+            LogEntry::Undecodable(u) => u.pts,
+        }
+    }
+}
+
 /// Reads, outside any write transaction.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -183,6 +214,14 @@ pub trait Store: Send + Sync {
         after: Pts,
         limit: i64,
     ) -> Result<Vec<StoredEvent>, StoreError>;
+    /// Like [`Store::events_after`], but a row that cannot be decoded is answered as
+    /// [`LogEntry::Undecodable`] instead of failing the whole read (getDifference skips it).
+    async fn log_after(
+        &self,
+        owner: UserId,
+        after: Pts,
+        limit: i64,
+    ) -> Result<Vec<LogEntry>, StoreError>;
     /// When `peer` first read the owner's outgoing message `msg_id`.
     async fn outbox_read_date(
         &self,

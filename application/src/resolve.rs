@@ -3,11 +3,15 @@
 
 use std::collections::BTreeSet;
 
+use domain::entities::Entities;
+use domain::limits::MAX_MESSAGE_ENTITIES;
+use domain::message_entity::MessageEntity;
 use domain::peer::ChatPeer;
 use domain::{DomainError, UserId};
+use serde_json::Value;
 
 use crate::error::AppError;
-use crate::tl::{InputPeer, InputUser, User};
+use crate::tl::{InputMentionName, InputPeer, InputUser, User};
 use crate::App;
 
 impl App {
@@ -68,6 +72,49 @@ impl App {
             }
             InputUser::FromMessage {} => Err(DomainError::UserIdInvalid.into()),
         }
+    }
+
+    /// Entities a client sent, typed and checked against the text (`text_utf16_len`): each must be
+    /// exactly a known constructor with its fields. `inputMessageEntityMentionName` names its user
+    /// with the caller's access hash and is stored as `messageEntityMentionName`; a
+    /// `messageEntityMentionName` from a client (a bare user id, no access hash) is refused, so a
+    /// message can only mention users its sender can reach.
+    pub(crate) fn entities(
+        &self,
+        caller: UserId,
+        raw: Vec<Value>,
+        text_utf16_len: usize,
+    ) -> Result<Entities, AppError> {
+        if raw.len() > MAX_MESSAGE_ENTITIES {
+            return Err(DomainError::EntitiesTooLong.into());
+        }
+        let mut typed = Vec::with_capacity(raw.len());
+        for entity in raw {
+            match entity.get("_").and_then(Value::as_str) {
+                Some("inputMessageEntityMentionName") => {
+                    let InputMentionName::Mention {
+                        offset,
+                        length,
+                        user_id,
+                    } = serde_json::from_value(entity).map_err(|_| DomainError::EntityInvalid)?;
+                    let user_id = self
+                        .input_user(caller, &user_id)
+                        .ok()
+                        .flatten()
+                        .ok_or(DomainError::EntityMentionUserInvalid)?;
+                    typed.push(MessageEntity::MentionName {
+                        offset,
+                        length,
+                        user_id,
+                    });
+                }
+                Some("messageEntityMentionName") => {
+                    return Err(DomainError::EntityMentionUserInvalid.into())
+                }
+                _ => typed.push(Entities::entity_from_json(entity)?),
+            }
+        }
+        Ok(Entities::parse(typed, text_utf16_len)?)
     }
 
     /// `user` objects for every id, as `viewer` sees them (unknown ids are left out).

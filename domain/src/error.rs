@@ -108,4 +108,10 @@ pub enum DomainError {
     DialogFiltersTooMuch,
     #[error("the contact's first name is empty")]
     ContactNameEmpty,
+    #[error("a mention names a user this account cannot reach")]
+    EntityMentionUserInvalid,
+    #[error("the dialog filter emoticon is too long or holds control characters")]
+    EmoticonInvalid,
+    #[error("the change would store an event of more than {max} bytes", max = crate::limits::MAX_EVENT_PAYLOAD_BYTES)]
+    EventTooLarge,
 }

@@ -10,6 +10,7 @@ pub mod history_window;
 pub mod ids;
 pub mod limits;
 pub mod message;
+pub mod message_entity;
 pub mod message_text;
 pub mod peer;
 

@@ -51,3 +51,30 @@ pub const MAX_DIALOG_FILTER_PEERS: usize = 100;
 pub const MAX_DIALOG_FILTER_TITLE_CODE_POINTS: usize = 12;
 /// Contacts one `contacts.importContacts` call may import.
 pub const MAX_IMPORT_CONTACTS: usize = 1000;
+/// Longest `messageEntityTextUrl.url`, in bytes. 2048 is the longest URL browsers and TDesktop
+/// handle everywhere (RFC 7230 suggests at least 8000 for servers, but no link a person sends is
+/// longer). Bytes rather than code points: real URLs are ASCII (IDNs in punycode, the rest
+/// percent-encoded), and bytes are what the payload budget counts. `ENTITY_INVALID` past it.
+pub const MAX_ENTITY_URL_BYTES: usize = 2048;
+/// Longest `messageEntityPre.language`, in bytes (a language tag such as `rust` or
+/// `objective-c++`; 64 leaves room for any). `ENTITY_INVALID` past it.
+pub const MAX_ENTITY_LANGUAGE_BYTES: usize = 64;
+/// Longest dialog filter emoticon, in code points. Telegram offers a fixed set of single emoji;
+/// the longest emoji sequences (ZWJ families, subdivision flags) have 7 to 10 code points.
+/// `EMOTICON_INVALID` past it.
+pub const MAX_DIALOG_FILTER_EMOTICON_CODE_POINTS: usize = 16;
+/// Most bytes one event payload may take as compact JSON. Appending a bigger event is refused
+/// with `EVENT_TOO_LARGE` and the request changes nothing.
+///
+/// Sizing: the largest ordinary payload is a `new_message` of 4096 code points (at most 4 bytes
+/// each, up to 6 when JSON escapes a control character: 24 KiB), 100 entities (about 60 bytes each
+/// without strings: 6 KiB), a quote of 1024 code points (6 KiB) with its 100 entities (6 KiB):
+/// under 48 KiB. Every URL at [`MAX_ENTITY_URL_BYTES`] in every entity of text and quote (twice
+/// 100 × ~4.2 KiB escaped) could reach about 0.9 MB; no real message does, and this cap refuses
+/// it. 256 KiB keeps every real message and stays far below the 1 MB Kafka record limit (the
+/// producer is set to [`MAX_EVENT_PAYLOAD_BYTES`] plus [`LOG_RECORD_ENVELOPE_BYTES`]).
+pub const MAX_EVENT_PAYLOAD_BYTES: usize = 256 * 1024;
+/// Room for the log record's fields around its payload (user_id, pts, kind, times: under 300
+/// bytes) and Kafka's own framing of one record (key, headers, batch header: under 100 bytes),
+/// with a wide margin.
+pub const LOG_RECORD_ENVELOPE_BYTES: usize = 16 * 1024;

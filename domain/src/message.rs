@@ -1,10 +1,10 @@
 //! A private message as one owner sees it: its id is that owner's box id, reply ids are translated
 //! into that owner's box ids, and `out` says whether the owner sent it.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
+use crate::entities::stored_entities;
 use crate::ids::{BoxId, MessageId, UserId};
+use crate::message_entity::MessageEntity;
+use serde::{Deserialize, Serialize};
 
 /// One owner's copy of a message. This is the payload of `new_message` and `edit_message` events,
 /// so every field needed to rebuild the owner's box lives here.
@@ -23,8 +23,8 @@ pub struct OwnerMessage {
     /// Unix seconds.
     pub date: i32,
     pub text: String,
-    #[serde(default)]
-    pub entities: Vec<Value>,
+    #[serde(default, deserialize_with = "stored_entities")]
+    pub entities: Vec<MessageEntity>,
     #[serde(default)]
     pub silent: bool,
     #[serde(default)]
@@ -48,8 +48,12 @@ pub struct ReplyHeader {
     pub reply_to_msg_id: BoxId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quote_text: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub quote_entities: Vec<Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "stored_entities"
+    )]
+    pub quote_entities: Vec<MessageEntity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quote_offset: Option<i32>,
 }

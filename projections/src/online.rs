@@ -524,7 +524,9 @@ async fn apply_rows(
     let mut marks: Vec<(i64, i32)> = Vec::new();
     for row in rows {
         let (owner, pts, event) = decode_row(row)?;
-        apply_to(conn, projections, owner, pts, &event).await?;
+        if let Some(event) = event {
+            apply_to(conn, projections, owner, pts, &event).await?;
+        }
         match marks.last_mut() {
             Some(last) if last.0 == owner.get() => last.1 = pts.get(),
             _ => marks.push((owner.get(), pts.get())),

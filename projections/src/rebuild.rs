@@ -61,7 +61,7 @@ pub(crate) async fn truncate_projections(conn: &mut PgConnection) -> Result<(), 
 pub async fn replay_log(conn: &mut PgConnection) -> Result<u64, ProjectionError> {
     sqlx::query(
         "DECLARE ptslog_replay NO SCROLL CURSOR FOR \
-         SELECT user_id, pts, kind, payload_version, payload FROM user_update_events ORDER BY user_id, pts",
+         SELECT user_id, pts, kind, payload_version, payload::text AS payload FROM user_update_events ORDER BY user_id, pts",
     )
     .execute(&mut *conn)
     .await?;
@@ -75,8 +75,10 @@ pub async fn replay_log(conn: &mut PgConnection) -> Result<u64, ProjectionError>
         }
         for row in rows {
             let (owner, at, event) = decode_row(&row)?;
-            apply(&mut *conn, owner, at, &event).await?;
-            applied += 1;
+            if let Some(event) = event {
+                apply(&mut *conn, owner, at, &event).await?;
+                applied += 1;
+            }
         }
     }
     sqlx::query("CLOSE ptslog_replay")
@@ -86,25 +88,34 @@ pub async fn replay_log(conn: &mut PgConnection) -> Result<u64, ProjectionError>
 }
 
 /// The log columns a replay reads, for `SELECT {LOG_COLUMNS} FROM user_update_events e`.
-pub(crate) const LOG_COLUMNS: &str = "e.user_id, e.pts, e.kind, e.payload_version, e.payload";
+/// The payload is read as text and parsed here, so a payload serde_json cannot read fails only
+/// its own row.
+pub(crate) const LOG_COLUMNS: &str =
+    "e.user_id, e.pts, e.kind, e.payload_version, e.payload::text AS payload";
 
-/// One log row (selected with [`LOG_COLUMNS`]) as the owner, pts and event to project.
-pub(crate) fn decode_row(row: &PgRow) -> Result<(UserId, Pts, UserEvent), ProjectionError> {
+/// One log row (selected with [`LOG_COLUMNS`]) as the owner, pts and event to project. A row
+/// whose payload cannot be read or decoded has no event: it is logged and left out, like
+/// getDifference leaves it out, so one bad row never stops a rebuild, repair or verify
+/// (docs/events.md, "Rows that cannot be read"). Only an unreadable position is an error.
+pub(crate) fn decode_row(row: &PgRow) -> Result<(UserId, Pts, Option<UserEvent>), ProjectionError> {
     let user_id: i64 = row.try_get("user_id")?;
     let pts: i32 = row.try_get("pts")?;
     let kind: String = row.try_get("kind")?;
     let version: i16 = row.try_get("payload_version")?;
-    let payload: serde_json::Value = row.try_get("payload")?;
+    let payload: String = row.try_get("payload")?;
     let owner = UserId::new(user_id)
         .map_err(|_| ProjectionError::Corrupt(format!("log row with user_id {user_id}")))?;
     let at = Pts::new(pts).ok_or_else(|| {
         ProjectionError::Corrupt(format!("log row of user {user_id} with pts {pts}"))
     })?;
-    let event =
-        UserEvent::decode(&kind, version, payload).map_err(|source| ProjectionError::Decode {
-            user_id,
-            pts,
-            source,
-        })?;
-    Ok((owner, at, event))
+    let event = serde_json::from_str(&payload)
+        .map_err(|e| format!("payload is not readable JSON: {e}"))
+        .and_then(|payload| UserEvent::decode(&kind, version, payload).map_err(|e| e.to_string()));
+    match event {
+        Ok(event) => Ok((owner, at, Some(event))),
+        Err(reason) => {
+            tracing::error!(user_id, pts, kind = %kind, reason = %reason, "skipping a log row that cannot be read");
+            Ok((owner, at, None))
+        }
+    }
 }

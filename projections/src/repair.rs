@@ -72,7 +72,9 @@ pub async fn repair_users(
             .await?;
         for row in &rows {
             let (owner, pts, event) = decode_row(row)?;
-            apply_to(&mut tx, &projections, owner, pts, &event).await?;
+            if let Some(event) = event {
+                apply_to(&mut tx, &projections, owner, pts, &event).await?;
+            }
             after = (owner.get(), pts.get());
         }
         events_applied += rows.len() as u64;

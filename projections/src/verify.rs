@@ -276,7 +276,9 @@ async fn replay_chunk(
             .await?;
         for row in &rows {
             let (owner, pts, event) = decode_row(row)?;
-            apply_to(&mut *conn, replayed, owner, pts, &event).await?;
+            if let Some(event) = event {
+                apply_to(&mut *conn, replayed, owner, pts, &event).await?;
+            }
             after = (owner.get(), pts.get());
         }
         applied += rows.len() as u64;

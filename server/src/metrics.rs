@@ -57,6 +57,13 @@ pub fn render(ops: &Ops) -> String {
         "Failed hand-overs or deliveries to the sink (each restarts the relay session).",
         relay.produce_errors(),
     );
+    metric(
+        &mut out,
+        "ptslog_relay_undecodable_records_total",
+        "counter",
+        "Log rows the relay could not read: published as undecodable records (no payload) or skipped; alert on any.",
+        relay.undecodable_records(),
+    );
     if let Some(m) = &ops.mtproto {
         let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
         metric(

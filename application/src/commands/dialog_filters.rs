@@ -112,13 +112,28 @@ impl App {
         id: i32,
         f: &DialogFilterInput,
     ) -> Result<DialogFilterRules, AppError> {
-        let (title, title_entities) = match &f.title {
+        let (title, raw_entities) = match &f.title {
             TitleInput::Plain(t) => (t.trim().to_string(), Vec::new()),
             TitleInput::Text { text, entities } => (text.trim().to_string(), entities.clone()),
         };
         let title_len = title.chars().count();
-        if title_len == 0 || title_len > limits::MAX_DIALOG_FILTER_TITLE_CODE_POINTS {
+        if title_len == 0
+            || title_len > limits::MAX_DIALOG_FILTER_TITLE_CODE_POINTS
+            || title.chars().any(char::is_control)
+        {
             return Err(DomainError::FilterTitleEmpty.into());
+        }
+        // Entities are checked against the title as stored (trimmed), in UTF-16 code units.
+        let title_entities = self
+            .entities(owner, raw_entities, title.encode_utf16().count())?
+            .into_vec();
+        let emoticon = f.emoticon.clone().filter(|e| !e.is_empty());
+        if let Some(e) = &emoticon {
+            if e.chars().count() > limits::MAX_DIALOG_FILTER_EMOTICON_CODE_POINTS
+                || e.chars().any(char::is_control)
+            {
+                return Err(DomainError::EmoticonInvalid.into());
+            }
         }
         let mut pinned = Vec::new();
         self.filter_peers(owner, &f.pinned_peers, &mut pinned)?;
@@ -136,7 +151,7 @@ impl App {
             id,
             title,
             title_entities,
-            emoticon: f.emoticon.clone().filter(|e| !e.is_empty()),
+            emoticon,
             color: f.color,
             contacts: f.contacts,
             non_contacts: f.non_contacts,

@@ -1,7 +1,6 @@
 //! `messages.editMessage`: the author edits the text of a private message; every owner's box gets
 //! the new text and its own `updateEditMessage`.
 
-use domain::entities::Entities;
 use domain::events::{EditMessage as EditEvent, UserEvent};
 use domain::message::OwnerMessage;
 use domain::message_text::MessageText;
@@ -60,7 +59,11 @@ impl App {
             return Err(DomainError::ShortcutInvalid.into());
         }
         let text = MessageText::parse(req.message.unwrap_or_default())?;
-        let entities = Entities::parse(req.entities.unwrap_or_default(), text.utf16_len())?;
+        let entities = self.entities(
+            caller.user_id,
+            req.entities.unwrap_or_default(),
+            text.utf16_len(),
+        )?;
         let id = BoxId::from_client(req.id).ok_or(DomainError::MessageIdInvalid)?;
         let author = caller.user_id;
         let peer = self.chat_peer(author, &req.peer)?.user_id(author);

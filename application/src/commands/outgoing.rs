@@ -4,7 +4,6 @@
 use domain::events::{FolderPeer, FolderPeers, NewMessage, UserEvent};
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
 use domain::{MessageId, Pts, UserId};
-use serde_json::Value;
 
 use crate::error::AppError;
 use crate::ports::{Origin, WriteTx};
@@ -14,7 +13,7 @@ pub(crate) struct Outgoing {
     pub random_id: i64,
     pub date: i32,
     pub text: String,
-    pub entities: Vec<Value>,
+    pub entities: Vec<domain::message_entity::MessageEntity>,
     pub silent: bool,
     pub noforwards: bool,
     /// The reply in the sender's ids, with the shared id of the replied-to message.

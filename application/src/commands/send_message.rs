@@ -138,7 +138,7 @@ pub(crate) fn parse_reply(
                 BoxId::new(*reply_to_msg_id).ok_or(DomainError::ReplyMessageIdInvalid)?;
             let quote_text = quote_text.clone().map(QuoteText::parse).transpose()?;
             let quote_entities = match (&quote_text, quote_entities) {
-                (Some(q), Some(raw)) => Entities::parse(raw.clone(), q.utf16_len())?,
+                (Some(q), Some(raw)) => app.entities(caller.user_id, raw.clone(), q.utf16_len())?,
                 (None, Some(raw)) if !raw.is_empty() => {
                     return Err(DomainError::EntityBoundsInvalid.into())
                 }
@@ -175,7 +175,11 @@ impl App {
             &req.suggested_post,
         )?;
         let text = MessageText::parse(req.message)?;
-        let entities = Entities::parse(req.entities.unwrap_or_default(), text.utf16_len())?;
+        let entities = self.entities(
+            caller.user_id,
+            req.entities.unwrap_or_default(),
+            text.utf16_len(),
+        )?;
         if req.random_id == 0 {
             return Err(DomainError::RandomIdEmpty.into());
         }

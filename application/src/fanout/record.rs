@@ -30,6 +30,11 @@ pub struct LogRecord {
     pub session_id: i64,
     /// RFC 3339 in UTC with microseconds, e.g. `2025-11-30T09:10:00.123456Z`.
     pub committed_at: String,
+    /// Set when the relay could not read this row's payload (or it was over the payload cap):
+    /// why. The payload is then `null`; everything else is the row's (docs/events.md, "Rows that
+    /// cannot be read").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undecodable: Option<String>,
 }
 
 #[derive(Debug, Error)]
@@ -42,6 +47,8 @@ pub enum RecordError {
     Field { field: &'static str, detail: String },
     #[error("record payload: {0}")]
     Event(#[from] domain::events::EventDecodeError),
+    #[error("the relay could not read this row: {0}")]
+    Undecodable(String),
 }
 
 impl LogRecord {
@@ -94,6 +101,9 @@ impl LogRecord {
 
     /// The event as the rest of the application knows it (the same shape getDifference reads).
     pub fn stored_event(&self) -> Result<StoredEvent, RecordError> {
+        if let Some(reason) = &self.undecodable {
+            return Err(RecordError::Undecodable(reason.clone()));
+        }
         let user_id = self.user()?;
         let pts = Pts::new(self.pts)
             .filter(|p| p.get() > 0)
@@ -140,6 +150,7 @@ mod tests {
             auth_key_id: 99,
             session_id: 3,
             committed_at: "2025-11-30T09:10:00.123456Z".into(),
+            undecodable: None,
         }
     }
 

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::clock::unix_now;
 use crate::error::AppError;
+use crate::ports::LogEntry;
 use crate::tl::{update_for_event, users_of_event, Difference, Message, State};
 use crate::{App, Caller};
 
@@ -43,12 +44,25 @@ impl App {
                 seq: 0,
             });
         }
-        let mut events = self
+        let mut entries = self
             .store
-            .events_after(owner, from, limits::DIFFERENCE_SLICE_EVENTS + 1)
+            .log_after(owner, from, limits::DIFFERENCE_SLICE_EVENTS + 1)
             .await?;
-        let sliced = events.len() as i64 > limits::DIFFERENCE_SLICE_EVENTS;
-        events.truncate(limits::DIFFERENCE_SLICE_EVENTS as usize);
+        let sliced = entries.len() as i64 > limits::DIFFERENCE_SLICE_EVENTS;
+        entries.truncate(limits::DIFFERENCE_SLICE_EVENTS as usize);
+        // The state moves past a row that cannot be read, so the client never asks for it again;
+        // the row is left out (docs/events.md, "Rows that cannot be read").
+        let last = entries.last().map(LogEntry::pts).unwrap_or(current);
+        let events: Vec<_> = entries
+            .into_iter()
+            .filter_map(|entry| match entry {
+                LogEntry::Event(e) => Some(e),
+                LogEntry::Undecodable(u) => {
+                    tracing::error!(user_id = %u.user_id, pts = u.pts.get(), kind = %u.kind, reason = %u.reason, "getDifference skips a log row it cannot read");
+                    None
+                }
+            })
+            .collect();
 
         let mut new_messages = Vec::new();
         let mut other_updates = Vec::new();
@@ -61,7 +75,6 @@ impl App {
             }
         }
         let users = self.users_for(owner, mentioned).await?;
-        let last = events.last().map(|e| e.pts).unwrap_or(current);
         let unread = self.store.unread_total(owner).await?;
         let state = State {
             pts: last.get(),

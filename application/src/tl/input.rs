@@ -47,6 +47,18 @@ pub enum InputUser {
     FromMessage {},
 }
 
+/// `inputMessageEntityMentionName`: a mention naming its user with the sender's access hash.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "_", deny_unknown_fields)]
+pub enum InputMentionName {
+    #[serde(rename = "inputMessageEntityMentionName")]
+    Mention {
+        offset: i32,
+        length: i32,
+        user_id: InputUser,
+    },
+}
+
 /// `InputReplyTo`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "_")]

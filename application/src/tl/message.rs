@@ -1,4 +1,5 @@
 use domain::message::OwnerMessage;
+use domain::message_entity::MessageEntity;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -23,7 +24,7 @@ pub struct Message {
     pub date: i32,
     pub message: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub entities: Vec<Value>,
+    pub entities: Vec<MessageEntity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub edit_date: Option<i32>,
 }
@@ -43,7 +44,7 @@ pub struct MessageReplyHeader {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quote_text: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub quote_entities: Vec<Value>,
+    pub quote_entities: Vec<MessageEntity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quote_offset: Option<i32>,
 }
@@ -112,11 +113,19 @@ pub enum Messages {
     },
 }
 
-/// Users a message mentions: its sender, its chat and the author of what it forwards.
+/// Users a message mentions: its sender, its chat, the author of what it forwards and the users
+/// its mention entities name (the sender could reach each, with its own access hash).
 pub fn users_of_message(m: &OwnerMessage) -> Vec<domain::UserId> {
     let mut ids = vec![m.from_id, m.peer_id];
     if let Some(f) = &m.fwd_from {
         ids.push(f.from_id);
     }
+    let quoted = m.reply_to.iter().flat_map(|r| &r.quote_entities);
+    ids.extend(
+        m.entities
+            .iter()
+            .chain(quoted)
+            .filter_map(MessageEntity::mentioned_user),
+    );
     ids
 }

@@ -16,7 +16,7 @@ mod user;
 pub use dialog::{Dialog, Dialogs, NotifyPeer, PeerDialogs, PeerNotifySettings};
 pub use difference::{Difference, State};
 pub use from_event::{update_for_event, users_of_event};
-pub use input::{long, longs, opt_long, InputPeer, InputReplyTo, InputUser};
+pub use input::{long, longs, opt_long, InputMentionName, InputPeer, InputReplyTo, InputUser};
 pub use message::{
     users_of_message, Message, MessageEmpty, MessageFwdHeader, MessageItem, MessageReplyHeader,
     Messages,

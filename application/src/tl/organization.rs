@@ -37,7 +37,7 @@ pub struct FolderPeer {
 #[serde(tag = "_", rename = "textWithEntities")]
 pub struct TextWithEntities {
     pub text: String,
-    pub entities: Vec<Value>,
+    pub entities: Vec<domain::message_entity::MessageEntity>,
 }
 
 /// TL `inputPeerUser` as the owner names a peer (its own access hash), or `inputPeerSelf`.

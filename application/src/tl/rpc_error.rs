@@ -100,6 +100,9 @@ pub fn tl_name(e: &DomainError) -> &'static str {
         FilterTitleEmpty => "FILTER_TITLE_EMPTY",
         DialogFiltersTooMuch => "DIALOG_FILTERS_TOO_MUCH",
         ContactNameEmpty => "CONTACT_NAME_EMPTY",
+        EntityMentionUserInvalid => "ENTITY_MENTION_USER_INVALID",
+        EmoticonInvalid => "EMOTICON_INVALID",
+        EventTooLarge => "EVENT_TOO_LARGE",
     }
 }
 
@@ -112,6 +115,7 @@ impl From<&AppError> for RpcError {
             AppError::Unauthorized => RpcError::unauthorized(),
             // Telegram's answer when a call takes too long on its side; clients retry it.
             AppError::Store(StoreError::Timeout(_)) => RpcError::new(503, "TIMEOUT"),
+            AppError::Store(crate::ports::StoreError::Refused(d)) => RpcError::new(400, tl_name(d)),
             AppError::Store(_) => RpcError::internal(),
         }
     }

@@ -142,7 +142,7 @@ pub enum Updates {
         pts_count: i32,
         date: i32,
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        entities: Vec<Value>,
+        entities: Vec<domain::message_entity::MessageEntity>,
     },
     #[serde(rename = "updates")]
     Updates {

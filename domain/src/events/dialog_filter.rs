@@ -2,6 +2,7 @@ use serde::{Deserialize, Serialize};
 
 use super::EventKind;
 use crate::ids::UserId;
+use crate::message_entity::MessageEntity;
 
 /// A custom dialog filter (folder) as the owner defined it. Ids start at 2 (0 is "All chats",
 /// 1 the archive).
@@ -9,8 +10,8 @@ use crate::ids::UserId;
 pub struct DialogFilterRules {
     pub id: i32,
     pub title: String,
-    #[serde(default)]
-    pub title_entities: Vec<serde_json::Value>,
+    #[serde(default, deserialize_with = "crate::entities::stored_entities")]
+    pub title_entities: Vec<MessageEntity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emoticon: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

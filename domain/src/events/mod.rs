@@ -38,6 +38,26 @@ pub use read_message_contents::ReadMessageContents;
 use serde::{de::DeserializeOwned, Serialize};
 use thiserror::Error;
 
+use crate::limits::MAX_EVENT_PAYLOAD_BYTES;
+
+/// Bytes of a payload as compact JSON, counted without building the text.
+pub fn payload_size(payload: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a Value into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, payload);
+    count.0
+}
+
 /// One event of one account's log, before or after it got its pts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UserEvent {
@@ -226,6 +246,16 @@ impl UserEvent {
         v.unwrap_or(serde_json::Value::Null)
     }
 
+    /// The payload to append, refused with [`DomainError::EventTooLarge`] when its compact JSON
+    /// is over [`MAX_EVENT_PAYLOAD_BYTES`] (every reader, the relay and Kafka can then hold it).
+    pub fn checked_payload(&self) -> Result<serde_json::Value, crate::DomainError> {
+        let payload = self.payload();
+        if payload_size(&payload) > MAX_EVENT_PAYLOAD_BYTES {
+            return Err(crate::DomainError::EventTooLarge);
+        }
+        Ok(payload)
+    }
+
     /// Reads a stored event, upcasting older payload versions to today's shape.
     pub fn decode(
         kind: &str,
@@ -369,6 +399,46 @@ mod tests {
         // Today's payload needs the field.
         let short = serde_json::json!({"peer_id": 7, "blocked": true, "date": 5});
         assert!(UserEvent::decode(PeerBlocked::KIND, 2, short).is_err());
+    }
+
+    #[test]
+    fn payloads_over_the_cap_are_refused() {
+        let peer = UserId::new(7).unwrap();
+        let event = |text: String| {
+            UserEvent::NewMessage(NewMessage {
+                message: crate::message::OwnerMessage {
+                    id: BoxId::new(1).unwrap(),
+                    message_id: crate::ids::MessageId(1),
+                    peer_id: peer,
+                    from_id: peer,
+                    out: true,
+                    date: 1,
+                    text,
+                    entities: Vec::new(),
+                    silent: false,
+                    noforwards: false,
+                    reply_to: None,
+                    fwd_from: None,
+                    media_unread: false,
+                    random_id: None,
+                    edit_date: None,
+                },
+            })
+        };
+        let empty = payload_size(&event(String::new()).payload());
+        let at_cap = event("a".repeat(MAX_EVENT_PAYLOAD_BYTES - empty));
+        assert_eq!(payload_size(&at_cap.payload()), MAX_EVENT_PAYLOAD_BYTES);
+        assert!(at_cap.checked_payload().is_ok());
+        let over = event("a".repeat(MAX_EVENT_PAYLOAD_BYTES - empty + 1));
+        assert_eq!(
+            over.checked_payload(),
+            Err(crate::DomainError::EventTooLarge)
+        );
+        // The count is of the compact JSON text.
+        let v = serde_json::json!({"a": [1, "b\"c"]});
+        assert_eq!(payload_size(&v), serde_json::to_vec(&v).unwrap().len());
+        // Kafka's default record limit is 1 MB; the cap and the envelope stay well under it.
+        const { assert!(MAX_EVENT_PAYLOAD_BYTES + crate::limits::LOG_RECORD_ENVELOPE_BYTES < 1_000_000) };
     }
 
     #[test]

@@ -1,11 +1,17 @@
 //! Broker settings shared by the producer, the consumers and the topic check.
 
+use domain::limits::{LOG_RECORD_ENVELOPE_BYTES, MAX_EVENT_PAYLOAD_BYTES};
 use rdkafka::ClientConfig;
 
 pub const DEFAULT_TOPIC: &str = "ptslog.user-updates";
 pub const DEFAULT_GROUP: &str = "ptslog-gateway";
 /// Partitions of the topic when the relay has to create it (an existing topic is left as it is).
 pub const DEFAULT_PARTITIONS: i32 = 16;
+/// The producer's `message.max.bytes` (and `batch.size`): the largest record the relay can
+/// publish, a payload at the cap ([`MAX_EVENT_PAYLOAD_BYTES`], enforced when events are appended
+/// and again by the relay) plus its envelope. Under Kafka's (and librdkafka's) 1 MB default, so a
+/// broker with default settings takes every record.
+pub const MAX_RECORD_BYTES: usize = MAX_EVENT_PAYLOAD_BYTES + LOG_RECORD_ENVELOPE_BYTES;
 
 #[derive(Debug, Clone)]
 pub struct KafkaConfig {
@@ -46,7 +52,9 @@ impl KafkaConfig {
             .set("acks", "all")
             .set("message.timeout.ms", "10000")
             .set("linger.ms", "2")
-            .set("queue.buffering.max.messages", "100000");
+            .set("queue.buffering.max.messages", "100000")
+            .set("message.max.bytes", MAX_RECORD_BYTES.to_string())
+            .set("batch.size", MAX_RECORD_BYTES.to_string());
         c
     }
 
@@ -67,5 +75,28 @@ impl KafkaConfig {
 
     pub fn admin(&self) -> ClientConfig {
         self.base()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::producer::{FutureProducer, Producer};
+
+    #[test]
+    fn the_producer_takes_the_record_limit() {
+        // librdkafka checks its settings when the client is created (no broker needed).
+        let producer: FutureProducer = KafkaConfig::new("127.0.0.1:1")
+            .producer()
+            .create()
+            .expect("a valid producer configuration");
+        let _ = producer.client();
+        let c = KafkaConfig::new("127.0.0.1:1").producer();
+        assert_eq!(
+            c.get("message.max.bytes"),
+            Some(MAX_RECORD_BYTES.to_string().as_str())
+        );
+        // Well under Kafka's default broker limit (message.max.bytes = 1048588).
+        const { assert!(MAX_RECORD_BYTES < 1_000_000) };
     }
 }

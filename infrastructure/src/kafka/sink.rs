@@ -10,13 +10,31 @@ use futures::FutureExt;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
-use super::config::KafkaConfig;
+use super::config::{KafkaConfig, MAX_RECORD_BYTES};
 use super::context::ProducerContext;
 use super::topic::ensure_topic;
 use crate::relay::{Ack, BrokerState, RecordSink, RelayStatus, SinkError};
 
 /// How long to wait before retrying when librdkafka's local queue is full.
 const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
+
+/// The record that stands for one too big to publish.
+fn oversized(record: &LogRecord, size: usize) -> LogRecord {
+    tracing::error!(
+        user_id = record.user_id,
+        pts = record.pts,
+        size,
+        "a record is too big for Kafka"
+    );
+    LogRecord {
+        kind: record.kind.chars().take(64).collect(),
+        payload: serde_json::Value::Null,
+        undecodable: Some(format!(
+            "record of {size} bytes is over the {MAX_RECORD_BYTES}-byte Kafka limit"
+        )),
+        ..record.clone()
+    }
+}
 
 pub struct KafkaSink {
     config: KafkaConfig,
@@ -76,7 +94,13 @@ impl RecordSink for KafkaSink {
         let mut deliveries = Vec::with_capacity(records.len());
         for record in &records {
             let key = record.user_id.to_string();
-            let payload = record.to_json();
+            let mut payload = record.to_json();
+            if payload.len() > MAX_RECORD_BYTES {
+                // The relay already caps payloads; a record still too big (a long kind name?)
+                // would fail its delivery and stop the stream, so it goes out undecodable.
+                payload = oversized(record, payload.len()).to_json();
+                self.status.undecodable();
+            }
             let mut message = FutureRecord::to(&self.config.topic)
                 .key(&key)
                 .payload(&payload);
@@ -116,5 +140,34 @@ impl RecordSink for KafkaSink {
             Ok(())
         }
         .boxed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_too_big_for_kafka_goes_out_undecodable() {
+        let record = LogRecord {
+            v: application::fanout::RECORD_VERSION,
+            user_id: 2,
+            pts: 9,
+            pts_count: 1,
+            kind: "new_message".into(),
+            payload_version: 1,
+            payload: serde_json::json!({"text": "x".repeat(MAX_RECORD_BYTES)}),
+            auth_key_id: 0,
+            session_id: 0,
+            committed_at: "2025-11-30T09:10:00.000000Z".into(),
+            undecodable: None,
+        };
+        let size = record.to_json().len();
+        assert!(size > MAX_RECORD_BYTES);
+        let stand_in = oversized(&record, size);
+        assert!(stand_in.to_json().len() < 1024);
+        assert_eq!((stand_in.user_id, stand_in.pts), (2, 9));
+        assert_eq!(stand_in.payload, serde_json::Value::Null);
+        assert!(stand_in.undecodable.unwrap().contains("Kafka limit"));
     }
 }

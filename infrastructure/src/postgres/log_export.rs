@@ -182,6 +182,7 @@ fn record(row: &PgRow) -> Result<LogRecord, sqlx::Error> {
         auth_key_id: row.try_get("auth_key_id")?,
         session_id: row.try_get("session_id")?,
         committed_at: LogRecord::format_time(committed_at),
+        undecodable: None,
     })
 }
 

@@ -1,7 +1,9 @@
 //! Decoding read-model and log rows into the ports' types. Anything that does not decode is corrupt
 //! stored data, never a panic.
 
-use application::ports::{DialogRecord, Origin, StoreError, StoredEvent, UserRecord};
+use application::ports::{
+    DialogRecord, LogEntry, Origin, StoreError, StoredEvent, UndecodableEvent, UserRecord,
+};
 use domain::events::{PeerNotify, UserEvent};
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
 use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
@@ -48,14 +50,9 @@ pub(crate) fn pts(raw: i32) -> Result<Pts, StoreError> {
 }
 
 pub(crate) fn owner_message(row: &PgRow) -> Result<OwnerMessage, StoreError> {
-    let entities = match get::<serde_json::Value>(row, "entities")? {
-        serde_json::Value::Array(items) => items,
-        other => {
-            return Err(StoreError::Corrupt(format!(
-                "entities is not an array: {other}"
-            )))
-        }
-    };
+    // Read like an event payload's entities: one today's type cannot read is left out.
+    let entities = domain::entities::stored_entities(get::<serde_json::Value>(row, "entities")?)
+        .map_err(|e| StoreError::Corrupt(format!("entities: {e}")))?;
     let reply_to = get::<Option<serde_json::Value>>(row, "reply_to")?
         .map(serde_json::from_value::<ReplyHeader>)
         .transpose()
@@ -109,6 +106,52 @@ pub(crate) fn user(row: &PgRow) -> Result<UserRecord, StoreError> {
         first_name: get(row, "first_name")?,
         last_name: get(row, "last_name")?,
     })
+}
+
+/// [`EVENT_COLUMNS`] with the payload as text: a payload serde_json cannot read (too deep) then
+/// fails only its own row, in [`log_entry`], not the driver's decoding of the result.
+pub(crate) const LOG_COLUMNS: &str =
+    "user_id, pts, pts_count, kind, payload_version, payload::text AS payload_text, auth_key_id, \
+     session_id, floor(extract(epoch FROM committed_at))::bigint AS date";
+
+/// One row of [`LOG_COLUMNS`]: the event, or why it cannot be read. Only a row whose position
+/// itself is unreadable fails.
+pub(crate) fn log_entry(row: &PgRow) -> Result<LogEntry, StoreError> {
+    let user = user_id(get(row, "user_id")?, "user_update_events.user_id")?;
+    let at = pts(get(row, "pts")?)?;
+    let pts_count: i32 = get(row, "pts_count")?;
+    let kind: String = get(row, "kind")?;
+    let version: i16 = get(row, "payload_version")?;
+    let text: String = get(row, "payload_text")?;
+    let undecodable = |reason: String| {
+        LogEntry::Undecodable(UndecodableEvent {
+            user_id: user,
+            pts: at,
+            pts_count,
+            kind: kind.clone(),
+            reason,
+        })
+    };
+    let payload: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(p) => p,
+        Err(e) => return Ok(undecodable(format!("payload is not readable JSON: {e}"))),
+    };
+    let event = match UserEvent::decode(&kind, version, payload) {
+        Ok(event) => event,
+        Err(e) => return Ok(undecodable(e.to_string())),
+    };
+    let date: i64 = get(row, "date")?;
+    Ok(LogEntry::Event(StoredEvent {
+        user_id: user,
+        pts: at,
+        pts_count,
+        event,
+        origin: Origin {
+            auth_key_id: AuthKeyId(get(row, "auth_key_id")?),
+            session_id: SessionId(get(row, "session_id")?),
+        },
+        date: i32::try_from(date).unwrap_or(i32::MAX),
+    }))
 }
 
 pub(crate) fn stored_event(row: &PgRow) -> Result<StoredEvent, StoreError> {

@@ -480,6 +480,8 @@ impl WriteTx for PgWriteTx {
         origin: Origin,
     ) -> Result<Pts, StoreError> {
         let pts_count = event.pts_count();
+        // Before anything is projected: a refused event leaves the transaction as it was.
+        let payload = event.checked_payload().map_err(StoreError::Refused)?;
         let c = *self.counters(owner)?;
         let next = c
             .pts
@@ -506,7 +508,7 @@ impl WriteTx for PgWriteTx {
             pts_count,
             kind: event.kind(),
             version: event.version(),
-            payload: event.payload(),
+            payload,
             auth_key_id: origin.auth_key_id.0,
             session_id: origin.session_id.0,
         });

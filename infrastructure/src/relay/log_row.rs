@@ -3,6 +3,8 @@
 
 use application::fanout::{LogRecord, RECORD_VERSION};
 use chrono::{DateTime, Utc};
+use domain::events::payload_size;
+use domain::limits::MAX_EVENT_PAYLOAD_BYTES;
 
 use super::pgoutput::{DecodeError, Row};
 
@@ -10,8 +12,10 @@ use super::pgoutput::{DecodeError, Row};
 /// partition arrive under the parent's name).
 pub const LOG_TABLE: &str = "user_update_events";
 
-/// Reads one log row. The replication session pins `DateStyle=ISO` and `TimeZone=UTC`, so
-/// `committed_at` arrives as `2025-11-30 09:10:00.123456+00`.
+/// Reads one log row. A row whose payload cannot be read (not JSON serde_json can parse, e.g.
+/// nested past its recursion limit) or is over [`MAX_EVENT_PAYLOAD_BYTES`] becomes an
+/// [`undecodable`](LogRecord::undecodable) record: its position and kind, the reason, and no
+/// payload. Only a row whose position itself cannot be read is an error.
 pub fn log_record(row: &Row<'_>) -> Result<LogRecord, DecodeError> {
     if row.relation().name != LOG_TABLE {
         return Err(DecodeError::Invalid(format!(
@@ -19,21 +23,50 @@ pub fn log_record(row: &Row<'_>) -> Result<LogRecord, DecodeError> {
             row.relation().name
         )));
     }
-    let payload_text = row.text("payload")?;
-    let payload: serde_json::Value = serde_json::from_str(payload_text)
-        .map_err(|e| DecodeError::Invalid(format!("payload is not JSON: {e}")))?;
-    Ok(LogRecord {
+    let mut record = LogRecord {
         v: RECORD_VERSION,
         user_id: row.parse("user_id")?,
         pts: row.parse("pts")?,
         pts_count: row.parse("pts_count")?,
         kind: row.text("kind")?.to_string(),
         payload_version: row.parse("payload_version")?,
-        payload,
+        payload: serde_json::Value::Null,
         auth_key_id: row.parse("auth_key_id")?,
         session_id: row.parse("session_id")?,
         committed_at: LogRecord::format_time(timestamptz(row.text("committed_at")?)?),
-    })
+        undecodable: None,
+    };
+    match payload(row.text("payload")?) {
+        Ok(payload) => record.payload = payload,
+        Err(reason) => record.undecodable = Some(reason),
+    }
+    Ok(record)
+}
+
+/// The payload as JSON, or why it cannot be published.
+fn payload(text: &str) -> Result<serde_json::Value, String> {
+    // jsonb's text form has a space after each `:` and `,`, so it may be up to about twice the
+    // compact size; anything longer is over the cap without parsing it.
+    if text.len() > 2 * MAX_EVENT_PAYLOAD_BYTES + 2 {
+        return Err(format!(
+            "payload of {} bytes is over the {MAX_EVENT_PAYLOAD_BYTES}-byte cap",
+            text.len()
+        ));
+    }
+    let payload: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("payload is not readable JSON: {e}"))?;
+    // Both escape alike, so the compact form is never longer than jsonb's: count only when the
+    // text alone is over the cap.
+    if text.len() <= MAX_EVENT_PAYLOAD_BYTES {
+        return Ok(payload);
+    }
+    let size = payload_size(&payload);
+    if size > MAX_EVENT_PAYLOAD_BYTES {
+        return Err(format!(
+            "payload of {size} bytes is over the {MAX_EVENT_PAYLOAD_BYTES}-byte cap"
+        ));
+    }
+    Ok(payload)
 }
 
 /// Parses timestamptz output in ISO style (any offset; fractional seconds optional).
@@ -98,6 +131,69 @@ mod tests {
         assert_eq!((record.auth_key_id, record.session_id), (-77, 3));
         assert_eq!(record.committed_at, "2025-11-30T09:10:00.123456Z");
         assert!(record.stored_event().is_ok());
+    }
+
+    fn row_with_payload(payload: &str) -> LogRecord {
+        let mut rels = Relations::default();
+        let Ok(Message::Relation(rel)) = decode(&relation_message(5, LOG_TABLE, COLUMNS)) else {
+            panic!()
+        };
+        rels.learn(rel);
+        let insert = insert_message(
+            5,
+            &[
+                Some("2"),
+                Some("9"),
+                Some("1"),
+                Some("new_message"),
+                Some("1"),
+                Some(payload),
+                Some("0"),
+                Some("0"),
+                Some("2025-11-30 09:10:00+00"),
+            ],
+        );
+        let Ok(Message::Insert {
+            relation_id,
+            values,
+        }) = decode(&insert)
+        else {
+            panic!()
+        };
+        let row = Row::new(rels.get(relation_id).unwrap(), values).unwrap();
+        log_record(&row).unwrap()
+    }
+
+    #[test]
+    fn a_payload_too_deep_to_read_is_an_undecodable_record() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let record = row_with_payload(&deep);
+        assert_eq!((record.user_id, record.pts, record.pts_count), (2, 9, 1));
+        assert_eq!(record.kind, "new_message");
+        assert_eq!(record.payload, serde_json::Value::Null);
+        assert!(record
+            .undecodable
+            .as_deref()
+            .unwrap()
+            .contains("recursion limit"));
+        assert!(record.stored_event().is_err());
+        // The published form says so and carries no payload.
+        let back = LogRecord::from_json(&record.to_json()).unwrap();
+        assert_eq!(back, record);
+    }
+
+    #[test]
+    fn a_payload_over_the_cap_is_an_undecodable_record() {
+        let at_cap = format!("\"{}\"", "a".repeat(MAX_EVENT_PAYLOAD_BYTES - 2));
+        assert_eq!(row_with_payload(&at_cap).undecodable, None);
+        let over = format!("\"{}\"", "a".repeat(MAX_EVENT_PAYLOAD_BYTES - 1));
+        let record = row_with_payload(&over);
+        assert!(
+            record.undecodable.as_deref().unwrap().contains("cap"),
+            "{record:?}"
+        );
+        let huge = format!("\"{}\"", "a".repeat(3 * MAX_EVENT_PAYLOAD_BYTES));
+        assert!(row_with_payload(&huge).undecodable.is_some());
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub struct RelayStatus {
     unconfirmed_since_micros: AtomicI64,
     records_produced: AtomicU64,
     produce_errors: AtomicU64,
+    undecodable_records: AtomicU64,
     sessions_started: AtomicU64,
     last_error: Mutex<Option<String>>,
 }
@@ -60,6 +61,8 @@ pub struct RelayHealth {
     pub lag_seconds: f64,
     pub records_produced: u64,
     pub produce_errors: u64,
+    /// Rows published as undecodable records or skipped (docs/events.md).
+    pub undecodable_records: u64,
     pub sessions_started: u64,
     pub last_error: Option<String>,
 }
@@ -103,6 +106,7 @@ impl RelayStatus {
             unconfirmed_since_micros: AtomicI64::new(0),
             records_produced: AtomicU64::new(0),
             produce_errors: AtomicU64::new(0),
+            undecodable_records: AtomicU64::new(0),
             sessions_started: AtomicU64::new(0),
             last_error: Mutex::new(None),
         }
@@ -185,6 +189,15 @@ impl RelayStatus {
         self.produce_errors.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A row could not be read and went out as an undecodable record (or was skipped).
+    pub fn undecodable(&self) {
+        self.undecodable_records.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn undecodable_records(&self) -> u64 {
+        self.undecodable_records.load(Ordering::Relaxed)
+    }
+
     pub fn confirmed_lsn(&self) -> Lsn {
         Lsn::from_u64(self.confirmed_lsn.load(Ordering::Relaxed))
     }
@@ -220,6 +233,7 @@ impl RelayStatus {
             lag_seconds: self.lag_seconds(),
             records_produced: self.records_produced(),
             produce_errors: self.produce_errors(),
+            undecodable_records: self.undecodable_records(),
             sessions_started: self.sessions_started.load(Ordering::Relaxed),
             last_error: self.last_error(),
         }

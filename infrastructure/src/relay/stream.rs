@@ -130,10 +130,24 @@ async fn pump(
                                     RelayError::Transient(format!("insert into relation {relation_id} before its Relation message"))
                                 })?;
                                 let row = Row::new(relation, values).map_err(|e| RelayError::Fatal(e.to_string()))?;
-                                // A row the relay cannot read would be lost if skipped; stop instead
-                                // (the slot keeps it until a fixed relay reads it).
-                                let record = log_record(&row).map_err(|e| RelayError::Fatal(format!("log row: {e}")))?;
-                                transaction.get_or_insert_with(Vec::new).push(record);
+                                // One row the relay cannot read must not stop every account's
+                                // pushes: it goes out as an undecodable record (position, kind,
+                                // reason; no payload), or, when not even its position reads, is
+                                // skipped. Both are logged and counted (docs/events.md, "Rows that
+                                // cannot be read").
+                                match log_record(&row) {
+                                    Ok(record) => {
+                                        if let Some(reason) = &record.undecodable {
+                                            status.undecodable();
+                                            tracing::error!(user_id = record.user_id, pts = record.pts, kind = %record.kind, reason = %reason, "relay publishes an undecodable record");
+                                        }
+                                        transaction.get_or_insert_with(Vec::new).push(record);
+                                    }
+                                    Err(e) => {
+                                        status.undecodable();
+                                        tracing::error!(error = %e, "relay skips a log row whose position cannot be read");
+                                    }
+                                }
                             }
                             Message::Other(_) => {}
                         }

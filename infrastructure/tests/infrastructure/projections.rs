@@ -33,7 +33,10 @@ async fn message_boxes_follow_new_edit_delete_and_read_contents(db: &TestDb) {
             date: 5,
         });
         m.media_unread = true;
-        m.entities = vec![serde_json::json!({"_": "messageEntityBold", "offset": 0, "length": 2})];
+        m.entities = vec![domain::message_entity::MessageEntity::Bold {
+            offset: 0,
+            length: 2,
+        }];
     })
     .await;
 

@@ -163,6 +163,7 @@ mod tests {
             auth_key_id: 99,
             session_id: 3,
             committed_at: "2025-11-30T09:10:00.123456Z".into(),
+            undecodable: None,
         }
     }
 
