@@ -720,10 +720,7 @@ mod tests {
         );
         assert_eq!(acts.len(), 1, "{acts:?}");
         assert!(is_error(&acts[0], "INPUT_REQUEST_TOO_LONG"), "{acts:?}");
-        assert!(
-            !s.seen.contains(&msg_id(0, 2000)),
-            "nothing of it served"
-        );
+        assert!(!s.seen.contains(&msg_id(0, 2000)), "nothing of it served");
     }
 
     #[test]

@@ -150,11 +150,10 @@ fn decode(
         return Err(refuse(CallError::new(401, "AUTH_KEY_UNREGISTERED")));
     }
     let mut r = Reader::new(&peeled.body[peeled.pos..]);
-    let request = decode_fields_within(schema, function, &mut r, budget, false)
-        .map_err(|e| {
-            unknown_constructor(conn, &e);
-            refuse(CallError::undecodable(&e))
-        })?;
+    let request = decode_fields_within(schema, function, &mut r, budget, false).map_err(|e| {
+        unknown_constructor(conn, &e);
+        refuse(CallError::undecodable(&e))
+    })?;
     Ok((function.name.clone(), request))
 }
 
@@ -226,6 +225,13 @@ async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, Cal
         .caller
         .ok_or_else(|| CallError::new(401, "AUTH_KEY_UNREGISTERED"))?;
     let app = conn.front.app.clone();
+    // The same per-account cap as the JSON front: an account's many connections (128 per address)
+    // cannot hold every database connection while other accounts wait.
+    let _permit = app
+        .account_requests()
+        .acquire(caller.user_id)
+        .await
+        .map_err(|e| CallError::from(RpcError::from(&e)))?;
     match name {
         "users.getFullUser" => {
             let users = dispatch(
