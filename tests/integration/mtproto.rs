@@ -9,6 +9,7 @@
 //! Then the server restarts and a saved client session reconnects with its
 //! auth key (kept in Postgres) and server key (kept in the data folder).
 
+mod account_cap;
 mod keys;
 mod limits;
 mod raw;

@@ -5,6 +5,7 @@
 //! hostile input: an unknown key, a replayed msg_id, a wrong salt, a stale msg_id, an oversized
 //! frame and a garbage obfuscation header, each answered or closed on that connection only.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mtproto::client::{encrypt_v1, ClientHandshake, ClientStep, RsaEncoding};
@@ -39,8 +40,12 @@ pub(super) struct Conn {
     framing: Framing,
     obf: Option<ClientObfuscation>,
     buf: Vec<u8>,
-    last_msg_id: i64,
 }
+
+/// The last msg_id any connection of this test process used. One sequence for all: connections
+/// that share a session (`push_once`'s two of one key) would otherwise send the same msg_id in the
+/// same millisecond, which the server rightly drops as a replay; a real client keeps one counter.
+static LAST_MSG_ID: AtomicI64 = AtomicI64::new(0);
 
 impl Conn {
     pub(super) async fn open(port: u16, kind: Kind, obfuscated: bool) -> Conn {
@@ -71,7 +76,6 @@ impl Conn {
             framing: Framing::new(kind),
             obf,
             buf: Vec::new(),
-            last_msg_id: 0,
         }
     }
 
@@ -112,12 +116,14 @@ impl Conn {
 
     pub(super) fn msg_id(&mut self) -> i64 {
         let ms = now_ms();
-        let mut id = ((ms / 1000) << 32) | ((((ms % 1000) << 32) / 1000) & !3);
-        if id <= self.last_msg_id {
-            id = self.last_msg_id + 4;
-        }
-        self.last_msg_id = id;
-        id
+        let id = ((ms / 1000) << 32) | ((((ms % 1000) << 32) / 1000) & !3);
+        let next = |last: i64| id.max(last + 4);
+        let last = LAST_MSG_ID
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+                Some(next(last))
+            })
+            .unwrap_or_else(|last| last);
+        next(last)
     }
 
     pub(super) async fn handshake(
@@ -189,6 +195,17 @@ impl Session {
 
     /// Sends a call with this msg_id and answers its result: Ok(object) or Err(error message).
     async fn call_with_id(&mut self, msg_id: i64, request: &Value) -> Result<Value, String> {
+        self.call_with_id_and_code(msg_id, request)
+            .await
+            .map_err(|(_, message)| message)
+    }
+
+    /// As [`Session::call_with_id`], the error with its code: Err((error_code, error_message)).
+    async fn call_with_id_and_code(
+        &mut self,
+        msg_id: i64,
+        request: &Value,
+    ) -> Result<Value, (i32, String)> {
         let mut w = Writer::new();
         encode_object(Schema::api(), request, &mut w).expect("request encodes");
         let packet = self.packet(msg_id, self.salt, &w.buf);
@@ -207,8 +224,8 @@ impl Session {
             }
             if rest[..4] == RPC_ERROR.to_le_bytes() {
                 let mut e = Reader::new(&rest[4..]);
-                let _code = e.i32().unwrap();
-                return Err(e.string().unwrap());
+                let code = e.i32().unwrap();
+                return Err((code, e.string().unwrap()));
             }
             return Ok(
                 decode_object(Schema::api(), &mut Reader::new(&rest)).expect("result decodes")
@@ -220,9 +237,15 @@ impl Session {
         let id = self.conn.msg_id();
         self.call_with_id(id, &request).await
     }
+
+    /// As [`Session::call`], an error with its code: Err((error_code, error_message)).
+    pub(super) async fn call_coded(&mut self, request: Value) -> Result<Value, (i32, String)> {
+        let id = self.conn.msg_id();
+        self.call_with_id_and_code(id, &request).await
+    }
 }
 
-fn init(query: Value) -> Value {
+pub(super) fn init(query: Value) -> Value {
     json!({"_": "invokeWithLayer", "layer": 230, "query": {"_": "initConnection", "api_id": 1,
         "device_model": "raw", "system_version": "1", "app_version": "1",
         "system_lang_code": "en", "lang_pack": "", "lang_code": "en", "query": query}})
