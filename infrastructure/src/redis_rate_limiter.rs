@@ -92,6 +92,8 @@ impl RedisRateLimiter {
         prefix: impl Into<String>,
         limit_per_minute: u32,
     ) -> Result<Self, redis::RedisError> {
+        // `rediss://` builds its rustls config from the process default provider.
+        crate::tls::install_crypto_provider();
         Ok(Self {
             client: redis::Client::open(url)?,
             prefix: prefix.into(),
