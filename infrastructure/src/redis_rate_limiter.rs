@@ -108,6 +108,19 @@ impl RedisRateLimiter {
         })
     }
 
+    /// Verifies a `rediss://` server against this CA (PEM) instead of the system's roots
+    /// (`PTSLOG_REDIS_CA_FILE`: a private CA).
+    pub fn with_root_ca(mut self, url: &str, ca_pem: Vec<u8>) -> Result<Self, redis::RedisError> {
+        self.client = redis::Client::build_with_tls(
+            url,
+            redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(ca_pem),
+            },
+        )?;
+        Ok(self)
+    }
+
     /// Sets the phone look-up limit (distinct numbers per day; 0 turns it off).
     pub fn with_phone_lookups_per_day(mut self, limit: u32) -> Self {
         self.phone_lookups_per_day = limit;

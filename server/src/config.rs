@@ -81,6 +81,9 @@ pub struct Config {
     /// auth keys at rest. Unset: `PTSLOG_MTPROTO_KEY_ENCRYPTION_KEY_FILE` (default
     /// `<data dir>/mtproto_auth_key_encryption.key`), created on first start.
     pub auth_key_encryption: crate::secrets_at_rest::KeyEncryptionKeySource,
+    /// `PTSLOG_REDIS_CA_FILE`: the CA (PEM) that verifies a `rediss://` Redis, instead of the
+    /// system's roots.
+    pub redis_ca_file: Option<std::path::PathBuf>,
 }
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
@@ -237,6 +240,7 @@ impl Config {
                 get("PTSLOG_MTPROTO_KEY_ENCRYPTION_KEY_FILE"),
                 std::path::Path::new(get("PTSLOG_DATA_DIR").unwrap_or(".data")),
             )?,
+            redis_ca_file: get("PTSLOG_REDIS_CA_FILE").map(Into::into),
         })
     }
 }
@@ -312,6 +316,7 @@ mod tests {
         ]))
         .unwrap();
         assert!(c.ops_on_admin_only);
+        assert_eq!(c.redis_ca_file, None);
         assert_eq!(
             c.kafka_properties.iter().collect::<Vec<_>>(),
             vec![("security.protocol", "SSL")]

@@ -51,6 +51,16 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
     )
     .context("setting up the Redis rate limiter")?
     .with_phone_lookups_per_day(config.limits.phone_lookups_per_day);
+    let limiter = match &config.redis_ca_file {
+        None => limiter,
+        Some(path) => {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("reading PTSLOG_REDIS_CA_FILE {}", path.display()))?;
+            limiter
+                .with_root_ca(&config.redis_url, pem)
+                .context("PTSLOG_REDIS_CA_FILE")?
+        }
+    };
     let store: Arc<dyn Store> = Arc::new(PgStore::new(pool.clone()));
     let app = App::new(
         store.clone(),

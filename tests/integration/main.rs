@@ -21,5 +21,6 @@ mod push_auth;
 mod queries;
 mod random_mix;
 mod read;
+mod redis_tls;
 mod send;
 mod two_processes;

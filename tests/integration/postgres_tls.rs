@@ -9,88 +9,12 @@
 //! reload: clients that do not ask for TLS are unaffected).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use ptslog_tests::certificates::make_certificates;
 use ptslog_tests::{admin_url, database_url, drop_database, fresh_database, test_config};
 use sqlx::{Connection, PgConnection};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the openssl CLI runs");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A private CA and a server certificate it signed for `localhost` and 127.0.0.1 (P-256 keys:
-/// quick to make).
-fn make_certificates(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec!["req", "-x509"];
-    ca.extend(ec);
-    ca.extend([
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=ptslog test CA",
-    ]);
-    openssl(dir, &ca);
-    let mut csr = vec!["req"];
-    csr.extend(ec);
-    csr.extend([
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    openssl(dir, &csr);
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
-         keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-days",
-            "2",
-            "-extfile",
-            "server.ext",
-        ],
-    );
-}
 
 /// Writes `text` to `name` in the server's data directory, as the server's OS user with mode
 /// 0600, which is what it wants of a key file (`COPY … TO PROGRAM`: superuser only, as the test
@@ -249,7 +173,10 @@ async fn a_wrong_ca_is_refused() {
     let err = PgConnection::connect(&url)
         .await
         .expect_err("an unknown issuer");
-    assert!(format!("{err}").contains("invalid peer certificate"), "{err}");
+    assert!(
+        format!("{err}").contains("invalid peer certificate"),
+        "{err}"
+    );
 }
 
 /// A stand-in for a Postgres without TLS: it answers the SSLRequest with `N`, as one does.
