@@ -1,5 +1,6 @@
 //! `GET /v1/updates`: the device's WebSocket of live pushes (docs/json-api.md, "Live updates"). At
-//! most `PTSLOG_ACCOUNT_MAX_PUSH_SOCKETS` per account: one more is refused with HTTP 429.
+//! most `PTSLOG_ACCOUNT_MAX_PUSH_SOCKETS` per account: one more is refused with HTTP 429 (or, when
+//! the token came in the first frame, closed with 4429).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -36,6 +37,8 @@ pub const MAX_TOKEN_FRAME_BYTES: usize = 1024;
 pub const CLOSE_UNAUTHORIZED: u16 = 4401;
 /// The close code when an account is at its push-socket cap (HTTP 429).
 pub const CLOSE_TOO_MANY_SOCKETS: u16 = 4429;
+/// RFC 6455's "internal error": the database could not check the token; try again.
+const CLOSE_INTERNAL_ERROR: u16 = 1011;
 
 /// The first frame of a socket opened without a token.
 #[derive(Deserialize)]
@@ -130,7 +133,13 @@ async fn authenticate_first_frame(state: HttpState, mut socket: WebSocket) {
         }
         Err(e) => {
             tracing::warn!(error = %e, "authenticating a push socket");
-            close(socket, RpcError::internal(), 1011, "try again").await;
+            close(
+                socket,
+                RpcError::internal(),
+                CLOSE_INTERNAL_ERROR,
+                "try again",
+            )
+            .await;
             return;
         }
     };
