@@ -150,10 +150,11 @@ fn decode(
         return Err(refuse(CallError::new(401, "AUTH_KEY_UNREGISTERED")));
     }
     let mut r = Reader::new(&peeled.body[peeled.pos..]);
-    let request = decode_fields_within(schema, function, &mut r, budget, false).map_err(|e| {
-        unknown_constructor(conn, &e);
-        refuse(CallError::undecodable(&e))
-    })?;
+    let request = decode_fields_within(schema, function, &mut r, budget, false)
+        .map_err(|e| {
+            unknown_constructor(conn, &e);
+            refuse(CallError::undecodable(&e))
+        })?;
     Ok((function.name.clone(), request))
 }
 
