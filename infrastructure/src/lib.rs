@@ -7,8 +7,10 @@ pub mod kafka;
 pub mod postgres;
 pub mod redis_rate_limiter;
 pub mod relay;
+pub mod tls;
 
 pub use postgres::accounts::PgAccounts;
+pub use postgres::auth_key_cipher::AuthKeyCipher;
 pub use postgres::mtproto_keys::{PgMtprotoKeys, StoredAuthKey};
 pub use postgres::secrets::access_hash_key;
 pub use postgres::store::PgStore;

@@ -92,6 +92,8 @@ impl RedisRateLimiter {
         prefix: impl Into<String>,
         limit_per_minute: u32,
     ) -> Result<Self, redis::RedisError> {
+        // `rediss://` builds its rustls config from the process default provider.
+        crate::tls::install_crypto_provider();
         Ok(Self {
             client: redis::Client::open(url)?,
             prefix: prefix.into(),
@@ -104,6 +106,19 @@ impl RedisRateLimiter {
                 last_attempt: None,
             }),
         })
+    }
+
+    /// Verifies a `rediss://` server against this CA (PEM) instead of the system's roots
+    /// (`PTSLOG_REDIS_CA_FILE`: a private CA).
+    pub fn with_root_ca(mut self, url: &str, ca_pem: Vec<u8>) -> Result<Self, redis::RedisError> {
+        self.client = redis::Client::build_with_tls(
+            url,
+            redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(ca_pem),
+            },
+        )?;
+        Ok(self)
     }
 
     /// Sets the phone look-up limit (distinct numbers per day; 0 turns it off).

@@ -36,6 +36,7 @@
 # Exported after start:
 #   DATABASE_URL             postgres://postgres@127.0.0.1:<port>/ptslog
 #   PTSLOG_TEST_DATABASE_URL postgres://postgres@127.0.0.1:<port>/postgres
+#   PTSLOG_TEST_PG_SSLROOTCERT the private CA of the instance's TLS certificate (with openssl)
 #   REDIS_URL                redis://127.0.0.1:<port>
 #   PTSLOG_TEST_REDIS_URL    redis://127.0.0.1:<port>
 
@@ -369,6 +370,46 @@ log_timezone = 'UTC'
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
 EOF
+    # TLS with the private CA of _pg_ensure_tls (clients that do not ask for TLS are unaffected).
+    if [ -f "$_PG_DATA/server.crt" ] && [ -f "$_PG_DATA/server.key" ]; then
+        printf "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n"
+    fi
+}
+
+# _pg_ensure_tls - a private CA ($_PG_BASE/tls/ca.crt) and a server certificate it signed for
+# localhost and 127.0.0.1, copied into the data dir, so tests can connect with
+# sslmode=verify-full&sslrootcert=$PTSLOG_TEST_PG_SSLROOTCERT. Without openssl: no TLS, no error.
+_pg_ensure_tls() {
+    local dir=$_PG_BASE/tls
+    if ! command -v openssl >/dev/null 2>&1; then
+        ptslog_log "openssl not found - the private Postgres serves without TLS"
+        return 0
+    fi
+    if [ ! -f "$dir/server.crt" ] || [ ! -f "$dir/ca.crt" ]; then
+        mkdir -p "$dir" && chmod 0755 "$dir" || return 1
+        (
+            cd "$dir" || exit 1
+            umask 077
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+                -keyout ca.key -out ca.crt -days 3650 -subj "/CN=ptslog private test CA" &&
+                openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+                    -keyout server.key -out server.csr -subj "/CN=localhost" &&
+                printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=CA:FALSE" \
+                    "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >server.ext &&
+                openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+                    -out server.crt -days 3650 -extfile server.ext
+        ) >"$_PG_BASE/tls.log" 2>&1 || {
+            ptslog_err "creating the Postgres TLS certificate failed"
+            _ptslog_tail "$_PG_BASE/tls.log"
+            return 1
+        }
+        chmod 0644 "$dir/ca.crt" "$dir/server.crt"
+    fi
+    if ! cmp -s "$dir/server.crt" "$_PG_DATA/server.crt" 2>/dev/null; then
+        cp "$dir/server.crt" "$dir/server.key" "$_PG_DATA/" || return 1
+        chmod 0600 "$_PG_DATA/server.key"
+        if _ptslog_is_root; then chown "$PTSLOG_PG_OS_USER:" "$_PG_DATA/server.crt" "$_PG_DATA/server.key"; fi
+    fi
 }
 
 _pg_is_ours_running() {
@@ -432,11 +473,16 @@ _pg_export_env() {
     DATABASE_URL=postgres://postgres@127.0.0.1:$PTSLOG_PG_PORT/$PTSLOG_PG_DB
     PTSLOG_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PTSLOG_PG_PORT/postgres
     export DATABASE_URL PTSLOG_TEST_DATABASE_URL PTSLOG_PG_PORT
+    if [ -n "$_PG_DATA" ] && [ -f "$_PG_DATA/server.crt" ] && [ -f "$_PG_BASE/tls/ca.crt" ]; then
+        PTSLOG_TEST_PG_SSLROOTCERT=$_PG_BASE/tls/ca.crt
+        export PTSLOG_TEST_PG_SSLROOTCERT
+    fi
 }
 
 _start_postgres_locked() {
     local pg_ctl=$_PG_BIN/pg_ctl
 
+    if [ -f "$_PG_DATA/PG_VERSION" ]; then _pg_ensure_tls || return 1; fi
     if _pg_is_ours_running; then
         # Reuse; but restart if the enforced settings changed (e.g. new port).
         if [ "$(_pg_conf_text)" != "$(cat "$_PG_DATA/ptslog.conf" 2>/dev/null)" ]; then
@@ -460,6 +506,7 @@ _start_postgres_locked() {
                 return 1
             fi
             _pg_initdb || return 1
+            _pg_ensure_tls || return 1
         fi
         _pg_write_conf || return 1
         _ptslog_rotate_log "$_PG_LOG"
@@ -825,7 +872,7 @@ stop_services() {
 
 print_service_env() {
     local v
-    for v in DATABASE_URL PTSLOG_TEST_DATABASE_URL REDIS_URL PTSLOG_TEST_REDIS_URL PTSLOG_TEST_KAFKA_BROKERS PTSLOG_TEST_TANSU; do
+    for v in DATABASE_URL PTSLOG_TEST_DATABASE_URL PTSLOG_TEST_PG_SSLROOTCERT REDIS_URL PTSLOG_TEST_REDIS_URL PTSLOG_TEST_KAFKA_BROKERS PTSLOG_TEST_TANSU; do
         if [ -n "${!v:-}" ]; then printf 'export %s=%q\n' "$v" "${!v}"; fi
     done
 }

@@ -70,6 +70,20 @@ pub struct Config {
     /// `…_HANDSHAKES_PER_MINUTE`, `…_HANDSHAKE_TIMEOUT_SECS`, `…_IDLE_TIMEOUT_SECS`; see
     /// `mtproto::limits`).
     pub mtproto_limits: crate::mtproto::MtprotoLimits,
+    /// TLS and secrets at rest (docs/security.md, "TLS and secrets at rest").
+    /// `PTSLOG_KAFKA_OPT_<NAME>`: librdkafka properties passed through (`security.protocol`,
+    /// `sasl.*`, `ssl.*`…).
+    pub kafka_properties: infrastructure::kafka::KafkaProperties,
+    /// `PTSLOG_OPS_ON_ADMIN_ONLY` (default false): serve `/metrics` and `/healthz/relay` on the
+    /// admin listener (`PTSLOG_ADMIN_ADDR`) only, not on the public one.
+    pub ops_on_admin_only: bool,
+    /// `PTSLOG_MTPROTO_KEY_ENCRYPTION_KEY` (32 bytes, hex or base64): the key that encrypts MTProto
+    /// auth keys at rest. Unset: `PTSLOG_MTPROTO_KEY_ENCRYPTION_KEY_FILE` (default
+    /// `<data dir>/mtproto_auth_key_encryption.key`), created on first start.
+    pub auth_key_encryption: crate::secrets_at_rest::KeyEncryptionKeySource,
+    /// `PTSLOG_REDIS_CA_FILE`: the CA (PEM) that verifies a `rediss://` Redis, instead of the
+    /// system's roots.
+    pub redis_ca_file: Option<std::path::PathBuf>,
 }
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
@@ -210,6 +224,23 @@ impl Config {
                 }
             },
             mtproto_limits: crate::mtproto::MtprotoLimits::from_vars(vars)?,
+            kafka_properties: infrastructure::kafka::KafkaProperties::from_vars(vars)
+                .map_err(|e| anyhow!(e))?,
+            ops_on_admin_only: {
+                let on = parse_bool("PTSLOG_OPS_ON_ADMIN_ONLY", false)?;
+                if on && get("PTSLOG_ADMIN_ADDR").is_none() {
+                    return Err(anyhow!(
+                        "PTSLOG_OPS_ON_ADMIN_ONLY needs PTSLOG_ADMIN_ADDR (and PTSLOG_ADMIN_TOKEN): there is no admin listener to serve them on"
+                    ));
+                }
+                on
+            },
+            auth_key_encryption: crate::secrets_at_rest::KeyEncryptionKeySource::from_vars(
+                get("PTSLOG_MTPROTO_KEY_ENCRYPTION_KEY"),
+                get("PTSLOG_MTPROTO_KEY_ENCRYPTION_KEY_FILE"),
+                std::path::Path::new(get("PTSLOG_DATA_DIR").unwrap_or(".data")),
+            )?,
+            redis_ca_file: get("PTSLOG_REDIS_CA_FILE").map(Into::into),
         })
     }
 }
@@ -264,6 +295,37 @@ mod tests {
                 "{k}={v}"
             );
         }
+    }
+
+    #[test]
+    fn tls_and_secrets_settings() {
+        let c = Config::from_vars(&HashMap::new()).unwrap();
+        assert!(!c.ops_on_admin_only);
+        assert_eq!(c.kafka_properties.iter().count(), 0);
+        let vars = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let c = Config::from_vars(&vars(&[
+            ("PTSLOG_ADMIN_TOKEN", "0123456789abcdef"),
+            ("PTSLOG_ADMIN_ADDR", "127.0.0.1:9090"),
+            ("PTSLOG_OPS_ON_ADMIN_ONLY", "true"),
+            ("PTSLOG_KAFKA_OPT_SECURITY_PROTOCOL", "SSL"),
+        ]))
+        .unwrap();
+        assert!(c.ops_on_admin_only);
+        assert_eq!(c.redis_ca_file, None);
+        assert_eq!(
+            c.kafka_properties.iter().collect::<Vec<_>>(),
+            vec![("security.protocol", "SSL")]
+        );
+        // Without an admin listener there is nowhere to move them to.
+        assert!(Config::from_vars(&vars(&[("PTSLOG_OPS_ON_ADMIN_ONLY", "true")])).is_err());
+        assert!(
+            Config::from_vars(&vars(&[("PTSLOG_KAFKA_OPT_BOOTSTRAP_SERVERS", "x:1")])).is_err()
+        );
     }
 
     #[test]

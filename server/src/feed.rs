@@ -19,6 +19,7 @@ pub fn kafka_config(config: &Config, brokers: &str) -> KafkaConfig {
         topic: config.kafka_topic.clone(),
         group: config.kafka_group.clone(),
         partitions: config.kafka_partitions,
+        properties: config.kafka_properties.clone(),
     }
 }
 

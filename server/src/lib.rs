@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod mtproto;
 pub mod projections_command;
 pub mod relay_command;
+pub mod secrets_at_rest;
 pub mod serving_limits;
 pub mod wiring;
 

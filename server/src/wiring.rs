@@ -51,6 +51,16 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
     )
     .context("setting up the Redis rate limiter")?
     .with_phone_lookups_per_day(config.limits.phone_lookups_per_day);
+    let limiter = match &config.redis_ca_file {
+        None => limiter,
+        Some(path) => {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("reading PTSLOG_REDIS_CA_FILE {}", path.display()))?;
+            limiter
+                .with_root_ca(&config.redis_url, pem)
+                .context("PTSLOG_REDIS_CA_FILE")?
+        }
+    };
     let store: Arc<dyn Store> = Arc::new(PgStore::new(pool.clone()));
     let app = App::new(
         store.clone(),
@@ -199,13 +209,24 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
             })
         })
         .transpose()?;
+    if config.ops_on_admin_only && (admin.is_none() || config.admin_addr.is_none()) {
+        anyhow::bail!(
+            "PTSLOG_OPS_ON_ADMIN_ONLY needs the admin listener (PTSLOG_ADMIN_ADDR and PTSLOG_ADMIN_TOKEN)"
+        );
+    }
     // Apart from the public listener when PTSLOG_ADMIN_ADDR says so.
     let (public_admin, admin_listener) = match (admin, config.admin_addr) {
         (Some(admin), Some(admin_addr)) => {
             let listener = TcpListener::bind(admin_addr)
                 .await
                 .with_context(|| format!("binding the admin listener {admin_addr}"))?;
-            (None, Some((listener, http::admin::router(admin))))
+            let mut router = http::admin::router(admin);
+            if config.ops_on_admin_only {
+                // Unauthenticated like on the public listener: scrapers and probes reach the
+                // private listener only.
+                router = router.merge(http::ops::router(ops.clone()));
+            }
+            (None, Some((listener, router)))
         }
         (admin, _) => (admin, None),
     };
@@ -220,6 +241,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         ops,
         mtproto_key: mtproto_key.clone(),
         admin: public_admin,
+        serve_ops: !config.ops_on_admin_only,
     });
     // One task serves both listeners, so aborting it stops both.
     let limits = config.limits.http;

@@ -508,6 +508,27 @@ async fn telethon_kurigram_and_gramjs_sign_in_and_chat() {
     assert!(value("ptslog_mtproto_refused_total") >= 3);
     assert!(value("ptslog_mtproto_connections_total") >= 10);
 
+    // Every auth key is stored sealed (285 bytes, not the 256 of a key), under the key file the
+    // server made in its data folder; the restart below must read both back.
+    let mut conn = sqlx::PgConnection::connect(&database_url(&setup.db))
+        .await
+        .expect("a connection");
+    let (sealed, total): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE length(auth_key) = 285), count(*) FROM mtproto_auth_keys",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("count keys");
+    assert!(
+        total >= 10 && sealed == total,
+        "{sealed} of {total} keys sealed"
+    );
+    drop(conn);
+    assert!(setup
+        .data_dir
+        .join(ptslog_server::secrets_at_rest::DEFAULT_KEY_FILE)
+        .exists());
+
     // A restart keeps the server key (data folder) and the client's auth key (Postgres).
     drop(server);
     let mut server = setup.spawn();

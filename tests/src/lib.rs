@@ -1,6 +1,8 @@
 //! Test harness: a fresh database per test (cloned from a migrated template), a real ptslog server on
 //! a free port, and HTTP devices that talk to it.
 
+pub mod certificates;
+
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;

@@ -13,6 +13,75 @@ pub const DEFAULT_PARTITIONS: i32 = 16;
 /// broker with default settings takes every record.
 pub const MAX_RECORD_BYTES: usize = MAX_EVENT_PAYLOAD_BYTES + LOG_RECORD_ENVELOPE_BYTES;
 
+/// The environment prefix of librdkafka properties passed through as they are:
+/// `PTSLOG_KAFKA_OPT_SECURITY_PROTOCOL=SASL_SSL` sets `security.protocol` (the rest of the name
+/// lower-cased, `_` read as `.` and `__` as `_`).
+pub const PROPERTY_ENV_PREFIX: &str = "PTSLOG_KAFKA_OPT_";
+
+/// Properties ptslog sets itself from its own settings; passing them through would be ambiguous.
+const MANAGED_PROPERTIES: &[&str] = &["bootstrap.servers", "group.id"];
+
+/// librdkafka properties from configuration (TLS, SASL, timeouts…), applied after ptslog's own
+/// defaults so an operator can override them. Debug shows only the names: values such as
+/// `sasl.password` are secrets.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct KafkaProperties(Vec<(String, String)>);
+
+impl std::fmt::Debug for KafkaProperties {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(k, _)| k))
+            .finish()
+    }
+}
+
+impl KafkaProperties {
+    /// Collects every `PTSLOG_KAFKA_OPT_<NAME>` of `vars`, sorted by property name.
+    pub fn from_vars<'a>(
+        vars: impl IntoIterator<Item = (&'a String, &'a String)>,
+    ) -> Result<Self, String> {
+        let mut props = Vec::new();
+        for (k, v) in vars {
+            let Some(name) = k.strip_prefix(PROPERTY_ENV_PREFIX) else {
+                continue;
+            };
+            let property = property_name(name)
+                .ok_or_else(|| format!("{k}: not a librdkafka property name"))?;
+            if MANAGED_PROPERTIES.contains(&property.as_str()) {
+                return Err(format!(
+                    "{k}: {property} comes from ptslog's own settings (KAFKA_BROKERS, PTSLOG_KAFKA_GROUP)"
+                ));
+            }
+            props.push((property, v.clone()));
+        }
+        props.sort();
+        Ok(Self(props))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+/// `SECURITY_PROTOCOL` → `security.protocol`; `__` stands for a literal `_`.
+fn property_name(env_name: &str) -> Option<String> {
+    if env_name.is_empty()
+        || env_name.contains("___")
+        || !env_name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return None;
+    }
+    let name = env_name
+        .split("__")
+        .map(|part| part.replace('_', "."))
+        .collect::<Vec<_>>()
+        .join("_")
+        .to_ascii_lowercase();
+    (!name.starts_with('.') && !name.ends_with('.') && !name.contains("..")).then_some(name)
+}
+
 #[derive(Debug, Clone)]
 pub struct KafkaConfig {
     /// `host:port[,host:port…]`.
@@ -21,6 +90,8 @@ pub struct KafkaConfig {
     /// The gateways' consumer group prefix; each instance appends its own id.
     pub group: String,
     pub partitions: i32,
+    /// Passed through to librdkafka (`PTSLOG_KAFKA_OPT_*`).
+    pub properties: KafkaProperties,
 }
 
 impl KafkaConfig {
@@ -30,6 +101,7 @@ impl KafkaConfig {
             topic: DEFAULT_TOPIC.into(),
             group: DEFAULT_GROUP.into(),
             partitions: DEFAULT_PARTITIONS,
+            properties: KafkaProperties::default(),
         }
     }
 
@@ -39,7 +111,15 @@ impl KafkaConfig {
             // Notice new partitions and a re-created topic within seconds, not librdkafka's 5 minutes.
             .set("topic.metadata.refresh.interval.ms", "5000")
             .set("reconnect.backoff.max.ms", "2000");
+        self.apply_properties(&mut c);
         c
+    }
+
+    // The operator's properties last of all, so they override ptslog's defaults.
+    fn apply_properties(&self, c: &mut ClientConfig) {
+        for (k, v) in self.properties.iter() {
+            c.set(k, v);
+        }
     }
 
     /// The relay's producer: idempotent with `acks=all`, so a retried send neither duplicates nor
@@ -55,6 +135,7 @@ impl KafkaConfig {
             .set("queue.buffering.max.messages", "100000")
             .set("message.max.bytes", MAX_RECORD_BYTES.to_string())
             .set("batch.size", MAX_RECORD_BYTES.to_string());
+        self.apply_properties(&mut c);
         c
     }
 
@@ -70,6 +151,7 @@ impl KafkaConfig {
             .set("enable.auto.offset.store", "false")
             .set("session.timeout.ms", "10000")
             .set("fetch.wait.max.ms", "10");
+        self.apply_properties(&mut c);
         c
     }
 
@@ -98,5 +180,85 @@ mod tests {
         );
         // Well under Kafka's default broker limit (message.max.bytes = 1048588).
         const { assert!(MAX_RECORD_BYTES < 1_000_000) };
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn props(pairs: &[(&str, &str)]) -> Result<KafkaProperties, String> {
+        let v = vars(pairs);
+        KafkaProperties::from_vars(v.iter().map(|(k, v)| (k, v)))
+    }
+
+    #[test]
+    fn env_names_map_to_librdkafka_properties() {
+        let p = props(&[
+            ("PTSLOG_KAFKA_OPT_SECURITY_PROTOCOL", "SASL_SSL"),
+            ("PTSLOG_KAFKA_OPT_SASL_MECHANISMS", "SCRAM-SHA-512"),
+            ("PTSLOG_KAFKA_OPT_SASL_USERNAME", "relay"),
+            ("PTSLOG_KAFKA_OPT_SASL_PASSWORD", "s3cret"),
+            (
+                "PTSLOG_KAFKA_OPT_SSL_CA_LOCATION",
+                "/etc/ptslog/kafka-ca.pem",
+            ),
+            ("PTSLOG_KAFKA_OPT_SOME__ODD_NAME", "x"),
+            ("KAFKA_BROKERS", "ignored"),
+        ])
+        .unwrap();
+        let got: Vec<_> = p.iter().collect();
+        assert_eq!(
+            got,
+            vec![
+                ("sasl.mechanisms", "SCRAM-SHA-512"),
+                ("sasl.password", "s3cret"),
+                ("sasl.username", "relay"),
+                ("security.protocol", "SASL_SSL"),
+                ("some_odd.name", "x"),
+                ("ssl.ca.location", "/etc/ptslog/kafka-ca.pem"),
+            ]
+        );
+        // Secrets stay out of Debug output (and so out of logged configuration).
+        let shown = format!("{p:?}");
+        assert!(
+            shown.contains("sasl.password") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn bad_or_managed_names_are_refused() {
+        for name in [
+            "PTSLOG_KAFKA_OPT_",
+            "PTSLOG_KAFKA_OPT_BOOTSTRAP_SERVERS",
+            "PTSLOG_KAFKA_OPT_GROUP_ID",
+            "PTSLOG_KAFKA_OPT_SSL-CA",
+            "PTSLOG_KAFKA_OPT__LEADING",
+            "PTSLOG_KAFKA_OPT_A___B",
+        ] {
+            assert!(props(&[(name, "v")]).is_err(), "{name}");
+        }
+    }
+
+    #[test]
+    fn properties_reach_every_client_and_override_defaults() {
+        let mut c = KafkaConfig::new("b:9092");
+        c.properties = props(&[
+            ("PTSLOG_KAFKA_OPT_SECURITY_PROTOCOL", "SSL"),
+            ("PTSLOG_KAFKA_OPT_MESSAGE_TIMEOUT_MS", "30000"),
+            ("PTSLOG_KAFKA_OPT_SESSION_TIMEOUT_MS", "45000"),
+        ])
+        .unwrap();
+        let producer = c.producer();
+        assert_eq!(producer.get("security.protocol"), Some("SSL"));
+        assert_eq!(producer.get("message.timeout.ms"), Some("30000"));
+        assert_eq!(producer.get("bootstrap.servers"), Some("b:9092"));
+        let consumer = c.consumer("i");
+        assert_eq!(consumer.get("security.protocol"), Some("SSL"));
+        assert_eq!(consumer.get("session.timeout.ms"), Some("45000"));
+        assert_eq!(c.admin().get("security.protocol"), Some("SSL"));
     }
 }

@@ -7,6 +7,6 @@ pub mod context;
 pub mod sink;
 pub mod topic;
 
-pub use config::{KafkaConfig, DEFAULT_GROUP, DEFAULT_PARTITIONS, DEFAULT_TOPIC};
+pub use config::{KafkaConfig, KafkaProperties, DEFAULT_GROUP, DEFAULT_PARTITIONS, DEFAULT_TOPIC};
 pub use consumer::{run_consumer, ConsumerHealth, ConsumerStatus};
 pub use sink::KafkaSink;

@@ -1,6 +1,7 @@
 //! The Postgres adapters.
 
 pub mod accounts;
+pub mod auth_key_cipher;
 pub mod log_export;
 pub mod mtproto_keys;
 pub(crate) mod queries;

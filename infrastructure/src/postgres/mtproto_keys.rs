@@ -1,10 +1,14 @@
 //! MTProto auth keys in Postgres (migration 0005), so a client's key survives restarts and works
-//! on every instance.
+//! on every instance. Keys are stored sealed (`AuthKeyCipher`): what the table holds is not the
+//! key, and a database dump alone decrypts no client's traffic.
 
 use sqlx::PgPool;
 
-/// A stored key and, when signed in, the device (authorization) and account it acts for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+use super::auth_key_cipher::{AuthKeyCipher, CipherError, Opened};
+
+/// A stored key and, when signed in, the device (authorization) and account it acts for. Debug
+/// leaves the key out, so it never reaches a log line.
+#[derive(Clone, PartialEq, Eq)]
 pub struct StoredAuthKey {
     pub auth_key: Vec<u8>,
     pub server_salt: i64,
@@ -16,6 +20,18 @@ pub struct StoredAuthKey {
     pub created_at: i64,
 }
 
+impl std::fmt::Debug for StoredAuthKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredAuthKey")
+            .field("auth_key", &"<secret>")
+            .field("server_salt", &self.server_salt)
+            .field("signed_in", &self.signed_in)
+            .field("expires_at", &self.expires_at)
+            .field("created_at", &self.created_at)
+            .finish()
+    }
+}
+
 impl StoredAuthKey {
     pub fn temporary(&self) -> bool {
         self.expires_at.is_some()
@@ -25,13 +41,58 @@ impl StoredAuthKey {
 #[derive(Clone)]
 pub struct PgMtprotoKeys {
     pool: PgPool,
+    cipher: AuthKeyCipher,
 }
 
 type Result<T> = std::result::Result<T, sqlx::Error>;
 
+/// A key that does not open is a configuration fault (the wrong key-encryption key), reported as a
+/// decode error of the row, never with any of its bytes.
+fn cipher_error(e: CipherError) -> sqlx::Error {
+    sqlx::Error::Decode(Box::new(e))
+}
+
+/// Rows sealed per statement by [`PgMtprotoKeys::seal_plaintext`].
+const SEAL_BATCH: i64 = 500;
+
 impl PgMtprotoKeys {
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    pub fn new(pool: PgPool, cipher: AuthKeyCipher) -> Self {
+        Self { pool, cipher }
+    }
+
+    /// Seals every key still stored in plaintext (stored before encryption at rest); answers how
+    /// many. Run at start, so a deployment's old keys do not wait for their client to come back.
+    pub async fn seal_plaintext(&self) -> Result<u64> {
+        let mut sealed = 0;
+        loop {
+            let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+                "SELECT auth_key_id, auth_key FROM mtproto_auth_keys \
+                 WHERE length(auth_key) = 256 LIMIT $1",
+            )
+            .bind(SEAL_BATCH)
+            .fetch_all(&self.pool)
+            .await?;
+            if rows.is_empty() {
+                return Ok(sealed);
+            }
+            for (id, key) in rows {
+                sealed += self.reseal(id, &key).await?;
+            }
+        }
+    }
+
+    /// Replaces the plaintext `key` of row `id` by its sealed form (unless another instance did).
+    async fn reseal(&self, id: i64, key: &[u8]) -> Result<u64> {
+        let sealed = self.cipher.seal(id, key).map_err(cipher_error)?;
+        let done = sqlx::query(
+            "UPDATE mtproto_auth_keys SET auth_key = $2 WHERE auth_key_id = $1 AND auth_key = $3",
+        )
+        .bind(id)
+        .bind(sealed)
+        .bind(key)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
     }
 
     /// Stores a new key (`expires_in` seconds for a temporary one). A key id already present is
@@ -43,6 +104,10 @@ impl PgMtprotoKeys {
         server_salt: i64,
         expires_in: Option<i32>,
     ) -> Result<bool> {
+        let sealed = self
+            .cipher
+            .seal(auth_key_id, auth_key)
+            .map_err(cipher_error)?;
         let done = sqlx::query(
             "INSERT INTO mtproto_auth_keys (auth_key_id, auth_key, server_salt, expires_at) \
              VALUES ($1, $2, $3, CASE WHEN $4::int IS NULL THEN NULL \
@@ -50,7 +115,7 @@ impl PgMtprotoKeys {
              ON CONFLICT (auth_key_id) DO NOTHING",
         )
         .bind(auth_key_id)
-        .bind(auth_key)
+        .bind(sealed)
         .bind(server_salt)
         .bind(expires_in)
         .execute(&self.pool)
@@ -74,15 +139,27 @@ impl PgMtprotoKeys {
         .bind(auth_key_id)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.map(
-            |(auth_key, server_salt, user, authz, expires_at, created_at)| StoredAuthKey {
-                auth_key,
-                server_salt,
-                signed_in: user.zip(authz),
-                expires_at,
-                created_at,
-            },
-        ))
+        let Some((stored, server_salt, user, authz, expires_at, created_at)) = row else {
+            return Ok(None);
+        };
+        let auth_key = match self
+            .cipher
+            .open(auth_key_id, &stored)
+            .map_err(cipher_error)?
+        {
+            Opened::Sealed(key) => key,
+            Opened::Plaintext(key) => {
+                self.reseal(auth_key_id, &key).await?;
+                key
+            }
+        };
+        Ok(Some(StoredAuthKey {
+            auth_key,
+            server_salt,
+            signed_in: user.zip(authz),
+            expires_at,
+            created_at,
+        }))
     }
 
     /// Deletes the temporary keys that expired (they are refused from then on anyway): the

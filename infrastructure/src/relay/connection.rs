@@ -31,6 +31,48 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The TLS settings, read as sqlx reads them for the pool (so one `DATABASE_URL` means the same on
+/// both connections): `sslmode`, `sslrootcert`, `sslcert`, `sslkey` (and their `ssl-…` spellings)
+/// from the URL, else `PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT`, `PGSSLKEY` from the environment.
+/// `verify-ca`/`verify-full` without `sslrootcert` trust the bundled web roots, as sqlx does.
+fn tls_config(
+    param: &dyn Fn(&str) -> Option<String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<TlsConfig, String> {
+    let setting = |names: &[&str], var: &str| {
+        names
+            .iter()
+            .find_map(|n| param(n))
+            .or_else(|| env(var))
+            .filter(|v| !v.is_empty())
+    };
+    let mode = match setting(&["sslmode", "ssl-mode"], "PGSSLMODE").as_deref() {
+        None | Some("prefer") => SslMode::Prefer,
+        // sqlx's `allow` tries without TLS first; pgwire-replication has no such mode.
+        Some("disable" | "allow") => SslMode::Disable,
+        Some("require") => SslMode::Require,
+        Some("verify-ca") => SslMode::VerifyCa,
+        Some("verify-full") => SslMode::VerifyFull,
+        Some(other) => return Err(format!("DATABASE_URL sslmode {other:?} is not known")),
+    };
+    let cert = setting(&["sslcert", "ssl-cert"], "PGSSLCERT");
+    let key = setting(&["sslkey", "ssl-key"], "PGSSLKEY");
+    if cert.is_some() != key.is_some() {
+        return Err(
+            "DATABASE_URL: sslcert and sslkey go together (a client certificate needs its key)"
+                .into(),
+        );
+    }
+    Ok(TlsConfig {
+        mode,
+        ca_pem_path: setting(&["sslrootcert", "ssl-root-cert", "ssl-ca"], "PGSSLROOTCERT")
+            .map(Into::into),
+        client_cert_pem_path: cert.map(Into::into),
+        client_key_pem_path: key.map(Into::into),
+        ..TlsConfig::disabled()
+    })
+}
+
 /// Replication settings for `slot` over the database `database_url` names.
 pub fn replication_config(database_url: &str, slot: &str) -> Result<ReplicationConfig, String> {
     let url = Url::parse(database_url).map_err(|e| format!("DATABASE_URL is not a URL: {e}"))?;
@@ -73,19 +115,12 @@ pub fn replication_config(database_url: &str, slot: &str) -> Result<ReplicationC
         "" => user.clone(),
         d => percent_decode(d),
     };
-    let mode = match param("sslmode").as_deref() {
-        None | Some("prefer") => SslMode::Prefer,
-        Some("disable" | "allow") => SslMode::Disable,
-        Some("require") => SslMode::Require,
-        Some("verify-ca") => SslMode::VerifyCa,
-        Some("verify-full") => SslMode::VerifyFull,
-        Some(other) => return Err(format!("DATABASE_URL sslmode {other:?} is not known")),
-    };
-    let tls = TlsConfig {
-        mode,
-        ca_pem_path: param("sslrootcert").map(Into::into),
-        ..TlsConfig::disabled()
-    };
+    let mut tls = tls_config(&param, &|name| std::env::var(name).ok())?;
+    // pgwire-replication refuses verify-full with an IP host unless told the name to check; rustls
+    // checks an IP literal against the certificate's IP addresses, as sqlx (and libpq) do.
+    if tls.mode == SslMode::VerifyFull && host.parse::<std::net::IpAddr>().is_ok() {
+        tls.sni_hostname = Some(host.clone());
+    }
     Ok(
         ReplicationConfig::new(host, user, password, database, slot, PUBLICATION)
             .with_port(port)
@@ -136,6 +171,50 @@ mod tests {
         );
         assert!(replication_config("mysql://x/y", "s").is_err());
         assert!(replication_config("postgres://h/db?sslmode=sometimes", "s").is_err());
+    }
+
+    #[test]
+    fn tls_settings_match_what_sqlx_reads() {
+        let url = |q: &str| Url::parse(&format!("postgres://h/db?{q}")).unwrap();
+        let read = |q: &str, env: &[(&str, &str)]| {
+            let u = url(q);
+            let param = |n: &str| {
+                u.query_pairs()
+                    .find(|(k, _)| k == n)
+                    .map(|(_, v)| v.into_owned())
+            };
+            let env: Vec<(String, String)> = env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            tls_config(&param, &|n| {
+                env.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone())
+            })
+        };
+        let t = read("sslmode=verify-full&sslrootcert=/ca.pem", &[]).unwrap();
+        assert_eq!(t.mode, SslMode::VerifyFull);
+        assert_eq!(
+            t.ca_pem_path.as_deref(),
+            Some(std::path::Path::new("/ca.pem"))
+        );
+        assert!(t.client_cert_pem_path.is_none());
+        // The environment fills in what the URL leaves out; the URL wins.
+        let env = [("PGSSLMODE", "require"), ("PGSSLROOTCERT", "/env.pem")];
+        let t = read("x=1", &env).unwrap();
+        assert_eq!(
+            (t.mode, t.ca_pem_path.unwrap()),
+            (SslMode::Require, "/env.pem".into())
+        );
+        let t = read("ssl-mode=verify-ca&ssl-ca=/u.pem", &env).unwrap();
+        assert_eq!(
+            (t.mode, t.ca_pem_path.unwrap()),
+            (SslMode::VerifyCa, "/u.pem".into())
+        );
+        let t = read("sslcert=/c.pem&sslkey=/k.pem", &[]).unwrap();
+        assert!(t.is_mtls());
+        assert!(read("sslcert=/c.pem", &[]).is_err());
+        assert!(read("sslmode=sometimes", &[]).is_err());
+        assert_eq!(read("sslmode=disable", &[]).unwrap().mode, SslMode::Disable);
     }
 
     #[test]

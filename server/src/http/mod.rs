@@ -10,7 +10,7 @@ pub mod ops;
 pub(crate) mod reply;
 pub(crate) mod rpc;
 pub mod serve;
-mod updates;
+pub mod updates;
 
 pub use rpc::METHODS;
 
@@ -33,10 +33,13 @@ pub struct HttpState {
     pub mtproto_key: Arc<OnceLock<crate::mtproto::PublicKeyInfo>>,
     /// The admin endpoints to serve on this (the public) listener, if any.
     pub admin: Option<admin::AdminState>,
+    /// Whether `/metrics` and `/healthz/relay` are served here; `PTSLOG_OPS_ON_ADMIN_ONLY` moves
+    /// them to the admin listener (`/healthz` stays, for load balancers).
+    pub serve_ops: bool,
 }
 
 pub fn router(state: HttpState) -> Router {
-    let ops = ops::router(state.ops.clone());
+    let ops = state.serve_ops.then(|| ops::router(state.ops.clone()));
     let admin = state.admin.clone().map(admin::router);
     let router = Router::new()
         .route("/healthz", get(healthz))
@@ -44,8 +47,11 @@ pub fn router(state: HttpState) -> Router {
         .route("/v1/rpc/{method}", post(rpc::rpc))
         .route("/v1/updates", get(updates::updates))
         .route("/v1/mtproto/public-key", get(mtproto_public_key))
-        .with_state(state)
-        .merge(ops);
+        .with_state(state);
+    let router = match ops {
+        Some(ops) => router.merge(ops),
+        None => router,
+    };
     match admin {
         Some(admin) => router.merge(admin),
         None => router,

@@ -89,6 +89,15 @@ pub async fn start(
     metrics: Arc<MtprotoMetrics>,
 ) -> anyhow::Result<(PublicKeyInfo, JoinHandle<()>)> {
     let server_key = load_or_create(&config.mtproto_key_file)?;
+    let keys = PgMtprotoKeys::new(pool, config.auth_key_encryption.cipher()?);
+    // Keys stored before encryption at rest are sealed now, not when their client comes back.
+    match keys.seal_plaintext().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(keys = n, "sealed MTProto auth keys stored in plaintext"),
+        Err(e) => {
+            tracing::warn!(error = %e, "sealing plaintext MTProto auth keys failed; they are sealed on load")
+        }
+    }
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding the MTProto listener on {addr}"))?;
@@ -106,7 +115,7 @@ pub async fn start(
     let front = Arc::new(Front {
         app,
         gateway,
-        keys: PgMtprotoKeys::new(pool),
+        keys,
         server_key,
         codes: config
             .dev_login_code
