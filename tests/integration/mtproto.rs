@@ -10,6 +10,7 @@
 //! auth key (kept in Postgres) and server key (kept in the data folder).
 
 mod keys;
+mod layer152;
 mod limits;
 mod raw;
 

@@ -20,9 +20,9 @@ use tokio::net::TcpStream;
 
 use super::Setup;
 
+mod bombs;
 #[path = "push_once.rs"]
 mod push_once;
-mod bombs;
 
 pub(super) const WAIT: Duration = Duration::from_secs(30);
 
@@ -147,8 +147,11 @@ pub(super) struct Session {
     pub(super) salt: i64,
     pub(super) id: i64,
     content: i32,
-    /// Service messages seen while waiting for results.
-    seen: Vec<Vec<u8>>,
+    /// Service messages (and pushes) seen while waiting for results.
+    pub(super) seen: Vec<Vec<u8>>,
+    /// What requests are encoded and answers decoded with (the newest layer unless a test
+    /// speaks another: `Schema::exact` then checks every answer uses only that layer's ids).
+    pub(super) schema: &'static Schema,
 }
 
 impl Session {
@@ -160,6 +163,7 @@ impl Session {
             id: rand::random(),
             content: 0,
             seen: Vec::new(),
+            schema: Schema::api(),
         }
     }
 
@@ -188,9 +192,13 @@ impl Session {
     }
 
     /// Sends a call with this msg_id and answers its result: Ok(object) or Err(error message).
-    async fn call_with_id(&mut self, msg_id: i64, request: &Value) -> Result<Value, String> {
+    pub(super) async fn call_with_id(
+        &mut self,
+        msg_id: i64,
+        request: &Value,
+    ) -> Result<Value, String> {
         let mut w = Writer::new();
-        encode_object(Schema::api(), request, &mut w).expect("request encodes");
+        encode_object(self.schema, request, &mut w).expect("request encodes");
         let packet = self.packet(msg_id, self.salt, &w.buf);
         self.conn.send(&packet).await;
         loop {
@@ -210,9 +218,9 @@ impl Session {
                 let _code = e.i32().unwrap();
                 return Err(e.string().unwrap());
             }
-            return Ok(
-                decode_object(Schema::api(), &mut Reader::new(&rest)).expect("result decodes")
-            );
+            return decode_object(self.schema, &mut Reader::new(&rest)).map_err(|e| {
+                format!("answer not decodable in layer {}: {e:?}", self.schema.layer)
+            });
         }
     }
 
