@@ -26,7 +26,9 @@ fn default_answer(name: &str, request: &Value, now: i64) -> Option<Value> {
             "this_dc": THIS_DC, "nearest_dc": THIS_DC}),
         "help.getAppConfig" => json!({"_": "help.appConfig", "hash": 0,
             "config": {"_": "jsonObject", "value": []}}),
-        "help.getCountriesList" => json!({"_": "help.countriesList", "countries": [], "hash": 0}),
+        // "Not modified": clients keep their built-in list (TDesktop replaces its list with
+        // whatever `help.countriesList` carries, so an empty one would leave it none).
+        "help.getCountriesList" => json!({"_": "help.countriesListNotModified"}),
         "help.getTermsOfServiceUpdate" => {
             json!({"_": "help.termsOfServiceUpdateEmpty", "expires": now + 86400})
         }

@@ -81,7 +81,7 @@ async fn layer_152_calls_and_answers_as_tdesktop_4_6_5_makes_them() {
         (json!({"_": "help.getNearestDc"}), "nearestDc"),
         (
             json!({"_": "help.getCountriesList", "lang_code": "en", "hash": 0}),
-            "help.countriesList",
+            "help.countriesListNotModified",
         ),
         (json!({"_": "help.getAppConfig"}), "jsonObject"),
         (
