@@ -137,12 +137,6 @@ impl Schema {
         Some(&ALL.get_or_init(|| LAYERS.iter().map(|(_, t)| Schema::parse(t)).collect())[i])
     }
 
-    /// This schema's own definition of a constructor, without falling back (to check which
-    /// layer an encoded object belongs to).
-    pub fn own_by_id(&self, id: u32) -> Option<&Combinator> {
-        self.by_id.get(&id)
-    }
-
     pub fn by_id(&self, id: u32) -> Option<&Combinator> {
         self.by_id.get(&id).or_else(|| {
             let all = Schema::supported();
