@@ -212,7 +212,46 @@ pub fn encode_result(
         ParamType::Bare(_) => ParamType::Generic,
         ty => ty,
     };
-    encode_value(schema, &ty, value, w, function, 0)
+    encode_value(
+        schema,
+        &ty,
+        unwrapped_for(schema, &ty, value),
+        w,
+        function,
+        0,
+    )
+}
+
+/// The answer as the client's layer's function returns it. Newer layers wrap some results in an
+/// object (`messages.getDialogFilters` returned `Vector<DialogFilter>` before it returned
+/// `messages.dialogFilters`, `help.getAppConfig` a bare `JSONValue` before `help.appConfig`):
+/// an answer object of another type than the function's is replaced by its one parameter of the
+/// function's type. Anything else is left as it is.
+fn unwrapped_for<'v>(schema: &Schema, ty: &ParamType, value: &'v Value) -> &'v Value {
+    let Some(c) = value
+        .get("_")
+        .and_then(Value::as_str)
+        .and_then(|n| schema.by_name(n))
+    else {
+        return value;
+    };
+    let other_type = match ty {
+        ParamType::Vector(_) => true,
+        ParamType::Boxed(t) => c.result != *t,
+        _ => false,
+    };
+    if !other_type {
+        return value;
+    }
+    let unconditional = |p: &ParamType| match p {
+        ParamType::Conditional { inner, .. } => (**inner).clone(),
+        p => p.clone(),
+    };
+    let mut of_type = c.params.iter().filter(|p| unconditional(&p.ty) == *ty);
+    match (of_type.next(), of_type.next()) {
+        (Some(p), None) => value.get(&p.name).unwrap_or(value),
+        _ => value,
+    }
 }
 
 /// Writes a JSON object (`"_"` names the constructor) as a boxed TL object.
@@ -370,6 +409,12 @@ fn encode_value(
             Value::String(s) => {
                 w.bytes(s.as_bytes());
             }
+            // A `TextWithEntities` where an older layer has a plain string (a dialog filter's
+            // title in layer 152): its text.
+            Value::Object(o) if o.get("_").and_then(Value::as_str) == Some("textWithEntities") => {
+                let text = o.get("text").and_then(Value::as_str).unwrap_or("");
+                w.bytes(text.as_bytes());
+            }
             Value::Number(n) => {
                 w.bytes(n.to_string().as_bytes());
             }
@@ -471,6 +516,70 @@ mod tests {
         let mut w = Writer::new();
         let err = encode_object(Schema::api(), &json!({"_": "updateNewMessage"}), &mut w);
         assert!(matches!(err, Err(TlJsonError::Missing(_))));
+    }
+
+    /// Encodes a function's answer for a layer and decodes it with that layer's own schema only.
+    fn answered_in(layer: i32, function: &str, answer: Value) -> Value {
+        let mut w = Writer::new();
+        encode_result(Schema::for_layer(Some(layer)), function, &answer, &mut w).unwrap();
+        let mut r = Reader::new(&w.buf);
+        let back = decode_object(Schema::exact(layer).unwrap(), &mut r).unwrap();
+        assert!(r.remaining().is_empty());
+        back
+    }
+
+    #[test]
+    fn an_answer_wrapped_by_a_newer_layer_is_unwrapped_for_an_older_one() {
+        let filters = json!({"_": "messages.dialogFilters", "tags_enabled": true, "filters": [
+            {"_": "dialogFilterDefault"},
+            {"_": "dialogFilter", "id": 2,
+             "title": {"_": "textWithEntities", "text": "Work", "entities": []},
+             "pinned_peers": [], "include_peers": [{"_": "inputPeerSelf"}], "exclude_peers": []}]});
+        let old = answered_in(152, "messages.getDialogFilters", filters.clone());
+        assert_eq!(old[0]["_"], "dialogFilterDefault");
+        assert_eq!(old[1]["title"], "Work");
+        assert_eq!(old[1]["include_peers"][0]["_"], "inputPeerSelf");
+        // The newest layer keeps the wrapper and the title's shape.
+        let new = answered_in(230, "messages.getDialogFilters", filters);
+        assert_eq!(new["tags_enabled"], true);
+        assert_eq!(new["filters"][1]["title"]["text"], "Work");
+
+        let config = json!({"_": "help.appConfig", "hash": 5,
+            "config": {"_": "jsonObject", "value": []}});
+        assert_eq!(
+            answered_in(152, "help.getAppConfig", config.clone())["_"],
+            "jsonObject"
+        );
+        assert_eq!(answered_in(230, "help.getAppConfig", config)["hash"], 5);
+    }
+
+    #[test]
+    fn fields_an_older_layer_lacks_are_dropped_and_its_own_are_zero() {
+        // `color` and `profile_color` came after layer 152.
+        let user = json!({"_": "user", "self": true, "id": 5, "access_hash": 9,
+            "first_name": "A", "phone": "1555", "profile_color": {"_": "peerColor", "color": 3},
+            "color": {"_": "peerColor", "color": 1}, "status": {"_": "userStatusRecently"}});
+        let old = answered_in(152, "users.getUsers", json!([user.clone()]));
+        assert_eq!(old[0]["first_name"], "A");
+        assert!(old[0].get("profile_color").is_none() && old[0].get("color").is_none());
+        assert_eq!(old[0]["status"]["_"], "userStatusRecently");
+        let new = answered_in(230, "users.getUsers", json!([user]));
+        assert_eq!(new[0]["profile_color"]["color"], 3);
+        // Required in 152's config, not in newer ones: zero unless the answer has it.
+        let config = answered_in(
+            152,
+            "help.getConfig",
+            json!({"_": "config", "this_dc": 2,
+            "pinned_dialogs_count_max": 5}),
+        );
+        assert_eq!(
+            (
+                config["this_dc"].clone(),
+                config["pinned_dialogs_count_max"].clone(),
+                config["saved_gifs_limit"].clone()
+            ),
+            (json!(2), json!(5), json!(0))
+        );
     }
 
     fn gz(data: &[u8]) -> Vec<u8> {

@@ -6,6 +6,7 @@ mod budget;
 mod json;
 mod reader;
 mod schema;
+mod upgrade;
 mod writer;
 
 pub use budget::{DecodeBudget, MAX_DEPTH, MAX_INFLATED_BYTES, MAX_VALUES};
@@ -14,7 +15,8 @@ pub use json::{
     gunzip, TlJsonError,
 };
 pub use reader::{Reader, TlError};
-pub use schema::{Combinator, Param, ParamType, Schema};
+pub use schema::{Combinator, Param, ParamType, Schema, LAYERS, NEWEST_LAYER, OLDEST_LAYER};
+pub use upgrade::upgrade_request;
 pub use writer::Writer;
 
 /// `vector` (boxed `Vector`).

@@ -1,7 +1,7 @@
-//! The API schemas, parsed once at first use: `schema/api.tl` (layer 230, the current one) and
-//! `schema/api-198.tl` (layer 198, which GramJS 2.26 speaks). Each looks up a constructor it does
-//! not have in the other, so a request decodes whichever of the two layers its ids come from, and an
-//! answer encodes with the client's layer's definition of each constructor where it has one.
+//! The API schemas, one per supported layer ([`LAYERS`]), parsed once at first use. Each looks up
+//! a constructor it does not have in the others (newer layers first, nearest first), so a request
+//! decodes whichever layer its ids come from, and an answer encodes with the client's layer's
+//! definition of each constructor where that layer has one.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -61,60 +61,96 @@ pub struct Schema {
     pub layer: i32,
     by_id: HashMap<u32, Combinator>,
     by_name: HashMap<String, u32>,
-    /// Where a lookup that misses goes next (resolved at lookup time, so two schemas can name
-    /// each other; a fallback's own fallback is never followed).
-    fallback: Option<fn() -> &'static Schema>,
+    /// Where a lookup that misses goes next: indices into [`Schema::supported`], in order (empty
+    /// for a schema parsed on its own, which finds only its own constructors).
+    fallbacks: Vec<usize>,
 }
 
-const API_TL: &str = include_str!("../../schema/api.tl");
-const API_198_TL: &str = include_str!("../../schema/api-198.tl");
+/// Every layer with a schema of its own, oldest first: the layer and its TL text (the files and
+/// where each comes from: `schema/README.md`). Supporting a further layer is one file and one row.
+pub const LAYERS: &[(i32, &str)] = &[
+    (152, include_str!("../../schema/api-152.tl")),
+    (198, include_str!("../../schema/api-198.tl")),
+    (230, include_str!("../../schema/api.tl")),
+];
 
 /// The oldest layer with a schema of its own; older clients are answered in it too.
-pub const OLDEST_LAYER: i32 = 198;
+pub const OLDEST_LAYER: i32 = LAYERS[0].0;
+
+/// The newest layer with a schema of its own (and the one answers use before a client says its
+/// layer).
+pub const NEWEST_LAYER: i32 = LAYERS[LAYERS.len() - 1].0;
 
 impl Schema {
-    /// The current API schema (layer 230), falling back to layer 198's constructors.
+    /// Every schema of [`LAYERS`], in its order, each falling back to the others.
+    pub fn supported() -> &'static [Schema] {
+        static ALL: OnceLock<Vec<Schema>> = OnceLock::new();
+        ALL.get_or_init(|| {
+            (0..LAYERS.len())
+                .map(|i| Schema {
+                    // Newer layers first (a constructor a layer lacks is usually one added after
+                    // it), nearest first; then the older ones, nearest first.
+                    fallbacks: (i + 1..LAYERS.len()).chain((0..i).rev()).collect(),
+                    ..Schema::parse(LAYERS[i].1)
+                })
+                .collect()
+        })
+    }
+
+    /// The newest schema (what requests are decoded with: it finds every layer's ids).
     pub fn api() -> &'static Schema {
-        static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| Schema {
-            fallback: Some(Schema::layer_198),
-            ..Schema::parse(API_TL)
-        })
+        &Schema::supported()[LAYERS.len() - 1]
     }
 
-    /// Layer 198's schema, falling back to the current one's constructors.
+    /// The schema of exactly this supported layer (falling back to the others for what it
+    /// lacks), if there is one.
+    pub fn layer(layer: i32) -> Option<&'static Schema> {
+        let i = LAYERS.iter().position(|(l, _)| *l == layer)?;
+        Some(&Schema::supported()[i])
+    }
+
+    /// Layer 198's schema.
     pub fn layer_198() -> &'static Schema {
-        static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| Schema {
-            fallback: Some(Schema::api),
-            ..Schema::parse(API_198_TL)
-        })
+        Schema::layer(198).expect("198 is in LAYERS")
     }
 
-    /// The schema to answer a client of this layer with (`None`: not announced yet, the
-    /// current one). Layers from 199 to 229 get the current schema: their constructors are
-    /// nearer to 230's than to 198's (Telethon and Pyrogram forks at 229 differ from 230 in six
-    /// constructors none of which is served).
+    /// The schema to answer a client of this layer with: the oldest supported layer at or above
+    /// the client's (a client a few layers behind a schema meets few changed constructors
+    /// among the served ones: Telethon and Kurigram at 229 differ from 230 in six, none served),
+    /// the newest for a client newer than all of them, or that has not said (`None`).
     pub fn for_layer(layer: Option<i32>) -> &'static Schema {
+        let all = Schema::supported();
         match layer {
-            Some(l) if l <= OLDEST_LAYER => Schema::layer_198(),
-            _ => Schema::api(),
+            Some(l) => LAYERS
+                .iter()
+                .position(|(supported, _)| *supported >= l)
+                .map_or_else(Schema::api, |i| &all[i]),
+            None => Schema::api(),
         }
+    }
+
+    /// The schema of exactly this supported layer and nothing else (no fallback): to check that
+    /// an encoded object uses only that layer's constructors, as a client of it would.
+    pub fn exact(layer: i32) -> Option<&'static Schema> {
+        static ALL: OnceLock<Vec<Schema>> = OnceLock::new();
+        let i = LAYERS.iter().position(|(l, _)| *l == layer)?;
+        Some(&ALL.get_or_init(|| LAYERS.iter().map(|(_, t)| Schema::parse(t)).collect())[i])
     }
 
     pub fn by_id(&self, id: u32) -> Option<&Combinator> {
         self.by_id.get(&id).or_else(|| {
-            let f = (self.fallback?)();
-            f.by_id.get(&id)
+            let all = Schema::supported();
+            self.fallbacks.iter().find_map(|i| all[*i].by_id.get(&id))
         })
     }
 
     pub fn by_name(&self, name: &str) -> Option<&Combinator> {
+        let own = |s: &'static Schema| s.by_name.get(name).and_then(|id| s.by_id.get(id));
         match self.by_name.get(name) {
             Some(id) => self.by_id.get(id),
             None => {
-                let f = (self.fallback?)();
-                f.by_name.get(name).and_then(|id| f.by_id.get(id))
+                let all = Schema::supported();
+                self.fallbacks.iter().find_map(|i| own(&all[*i]))
             }
         }
     }
@@ -260,5 +296,63 @@ mod tests {
         assert!(old.by_name("messages.getSavedReactionTags").is_some());
         assert!(std::ptr::eq(Schema::for_layer(Some(229)), Schema::api()));
         assert!(std::ptr::eq(Schema::for_layer(None), Schema::api()));
+    }
+
+    #[test]
+    fn every_layer_row_is_the_layer_its_file_says() {
+        assert!(LAYERS.windows(2).all(|w| w[0].0 < w[1].0), "oldest first");
+        for (layer, _) in LAYERS {
+            let s = Schema::layer(*layer).unwrap();
+            assert_eq!(s.layer, *layer);
+            assert!(s.len() > 1000, "{layer}: {}", s.len());
+            assert_eq!(Schema::exact(*layer).unwrap().len(), s.len());
+        }
+        assert_eq!((OLDEST_LAYER, NEWEST_LAYER), (152, 230));
+    }
+
+    /// TDesktop 4.6.5's layer: its own ids for what it defines, the newer layers' for the rest.
+    #[test]
+    fn layer_152_answers_with_its_own_constructors() {
+        let s = Schema::for_layer(Some(152));
+        assert_eq!(s.layer, 152);
+        for (name, id) in [
+            ("config", 0x232566ac),
+            ("user", 0x8f97c628),
+            ("message", 0x38116ee0),
+            ("auth.signUp", 0x80eee427),
+            ("updates.getDifference", 0x25939651),
+            ("messages.getDialogFilters", 0xf19ed96d),
+            ("messages.sendMessage", 0x1cc20387),
+            ("help.getAppConfig", 0x98914110),
+        ] {
+            assert_eq!(s.by_name(name).unwrap().id, id, "{name}");
+            // A request in 152's form decodes with the schema requests are read with.
+            assert_eq!(Schema::api().by_id(id).unwrap().name, name);
+        }
+        // What 152 lacks comes from the nearest newer layer.
+        assert_eq!(
+            s.by_name("messages.dialogFilters").unwrap().id,
+            Schema::layer_198()
+                .by_name("messages.dialogFilters")
+                .unwrap()
+                .id
+        );
+        assert!(Schema::exact(152)
+            .unwrap()
+            .by_name("messages.dialogFilters")
+            .is_none());
+    }
+
+    #[test]
+    fn a_client_is_answered_in_the_oldest_layer_at_or_above_its_own() {
+        let layer = |l| Schema::for_layer(Some(l)).layer;
+        assert_eq!(layer(100), 152);
+        assert_eq!(layer(152), 152);
+        assert_eq!(layer(153), 198);
+        assert_eq!(layer(198), 198);
+        assert_eq!(layer(199), 230);
+        assert_eq!(layer(230), 230);
+        assert_eq!(layer(231), 230);
+        assert_eq!(Schema::for_layer(None).layer, 230);
     }
 }

@@ -26,7 +26,9 @@ fn default_answer(name: &str, request: &Value, now: i64) -> Option<Value> {
             "this_dc": THIS_DC, "nearest_dc": THIS_DC}),
         "help.getAppConfig" => json!({"_": "help.appConfig", "hash": 0,
             "config": {"_": "jsonObject", "value": []}}),
-        "help.getCountriesList" => json!({"_": "help.countriesList", "countries": [], "hash": 0}),
+        // "Not modified": clients keep their built-in list (TDesktop replaces its list with
+        // whatever `help.countriesList` carries, so an empty one would leave it none).
+        "help.getCountriesList" => json!({"_": "help.countriesListNotModified"}),
         "help.getTermsOfServiceUpdate" => {
             json!({"_": "help.termsOfServiceUpdateEmpty", "expires": now + 86400})
         }
@@ -41,10 +43,17 @@ fn default_answer(name: &str, request: &Value, now: i64) -> Option<Value> {
         "help.dismissSuggestion" | "help.saveAppLog" | "help.acceptTermsOfService" => {
             json!(true)
         }
-        "langpack.getLangPack" | "langpack.getDifference" => json!({
-            "_": "langPackDifference",
-            "lang_code": request["lang_code"].as_str().unwrap_or("en"),
-            "from_version": 0, "version": 1, "strings": []}),
+        // No strings: clients keep their built-in ones. The difference is from the version the
+        // client has to that same version.
+        "langpack.getLangPack" | "langpack.getDifference" => {
+            let from = request["from_version"]
+                .as_i64()
+                .unwrap_or(0)
+                .clamp(0, i32::MAX.into());
+            json!({"_": "langPackDifference",
+                "lang_code": request["lang_code"].as_str().unwrap_or("en"),
+                "from_version": from, "version": from.max(1), "strings": []})
+        }
         "langpack.getStrings" | "langpack.getLanguages" => json!([]),
         "langpack.getLanguage" => json!({"_": "langPackLanguage", "name": "English",
             "native_name": "English", "lang_code": "en", "plural_code": "en",
@@ -223,6 +232,11 @@ fn config(conn: &Conn, now: i64) -> Value {
         "notify_default_delay_ms": 1500,
         "push_chat_period_ms": 60000,
         "push_chat_limit": 2,
+        "saved_gifs_limit": 200,
+        "stickers_faved_limit": 5,
+        // Layer 152 still has these in the config (newer layers moved them to the app config).
+        "pinned_dialogs_count_max": domain::limits::MAX_PINNED_DIALOGS_MAIN,
+        "pinned_infolder_count_max": domain::limits::MAX_PINNED_DIALOGS_ARCHIVE,
         "edit_time_limit": 172800,
         "revoke_time_limit": i32::MAX,
         "revoke_pm_time_limit": i32::MAX,
@@ -242,23 +256,64 @@ fn config(conn: &Conn, now: i64) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use mtproto::tl::{encode_result, Schema, Writer};
+    use mtproto::tl::{decode_object, encode_result, Reader, Schema, Writer, LAYERS};
     use serde_json::json;
 
     use super::*;
 
+    /// Each answer encodes for every supported layer that has the call, and decodes with that
+    /// layer's own constructors only (what a client of exactly that layer can read).
     #[test]
-    fn every_default_answer_is_valid_tl_for_its_call() {
-        let schema = Schema::api();
-        for name in DEFAULT_ANSWERED {
-            assert!(
-                schema.by_name(name).is_some_and(|c| c.is_function),
-                "{name}"
-            );
-            let answer = default_answer(name, &json!({}), 1_764_489_600)
-                .unwrap_or_else(|| panic!("{name} has no answer"));
-            let mut w = Writer::new();
-            encode_result(schema, name, &answer, &mut w).unwrap_or_else(|e| panic!("{name}: {e}"));
+    fn every_default_answer_is_valid_tl_for_its_call_in_every_layer() {
+        assert!(Schema::api().by_name("help.getConfig").is_some());
+        for (layer, _) in LAYERS {
+            let exact = Schema::exact(*layer).unwrap();
+            for name in DEFAULT_ANSWERED {
+                if !exact.by_name(name).is_some_and(|c| c.is_function) {
+                    // A call this layer does not have: its clients never make it.
+                    assert!(*layer < 230, "{name} is not a function of the newest layer");
+                    continue;
+                }
+                let answer = default_answer(name, &json!({}), 1_764_489_600)
+                    .unwrap_or_else(|| panic!("{name} has no answer"));
+                let mut w = Writer::new();
+                encode_result(Schema::for_layer(Some(*layer)), name, &answer, &mut w)
+                    .unwrap_or_else(|e| panic!("{layer} {name}: {e}"));
+                let back = decode_object(exact, &mut Reader::new(&w.buf))
+                    .unwrap_or_else(|e| panic!("{layer} {name}: {e:?}"));
+                assert!(!back.is_null(), "{layer} {name}");
+            }
         }
+    }
+
+    /// TDesktop 4.6.5 asks for the app config in layer 152's form (no hash) and reads a bare
+    /// JSONValue, and an empty language pack difference for its own language and version.
+    #[test]
+    fn layer_152_gets_its_app_config_and_language_pack_shapes() {
+        let exact = Schema::exact(152).unwrap();
+        let encode = |name: &str, request: Value| {
+            let answer = default_answer(name, &request, 1_764_489_600).unwrap();
+            let mut w = Writer::new();
+            encode_result(Schema::for_layer(Some(152)), name, &answer, &mut w).unwrap();
+            decode_object(exact, &mut Reader::new(&w.buf)).unwrap()
+        };
+        assert_eq!(encode("help.getAppConfig", json!({}))["_"], "jsonObject");
+        let diff = encode(
+            "langpack.getDifference",
+            json!({"lang_pack": "tdesktop", "lang_code": "de", "from_version": 7}),
+        );
+        assert_eq!(
+            diff,
+            json!({"_": "langPackDifference", "lang_code": "de", "from_version": 7,
+                "version": 7, "strings": []})
+        );
+        let pack = encode(
+            "langpack.getLangPack",
+            json!({"lang_pack": "tdesktop", "lang_code": "en"}),
+        );
+        assert_eq!(
+            (pack["lang_code"].clone(), pack["version"].clone()),
+            (json!("en"), json!(1))
+        );
     }
 }

@@ -9,8 +9,8 @@ use std::borrow::Cow;
 
 use application::tl::RpcError;
 use mtproto::tl::{
-    decode_fields_within, encode_result, Combinator, DecodeBudget, Reader, Schema, TlError, Writer,
-    GZIP_PACKED,
+    decode_fields_within, encode_result, upgrade_request, Combinator, DecodeBudget, Reader, Schema,
+    TlError, Writer, GZIP_PACKED,
 };
 use serde_json::{json, Value};
 
@@ -126,7 +126,7 @@ fn decode(
     body: &[u8],
     budget: &mut DecodeBudget,
 ) -> Result<(String, Value), Undecodable> {
-    // Requests decode in either layer's ids; answers use the client's layer (see Schema).
+    // Requests decode in any supported layer's ids; answers use the client's layer (see Schema).
     let schema = Schema::api();
     let peeled = peel(schema, body, budget).map_err(|e| Undecodable {
         constructor: unknown_constructor(conn, &e),
@@ -150,10 +150,13 @@ fn decode(
         return Err(refuse(CallError::new(401, "AUTH_KEY_UNREGISTERED")));
     }
     let mut r = Reader::new(&peeled.body[peeled.pos..]);
-    let request = decode_fields_within(schema, function, &mut r, budget, false).map_err(|e| {
-        unknown_constructor(conn, &e);
-        refuse(CallError::undecodable(&e))
-    })?;
+    let mut request =
+        decode_fields_within(schema, function, &mut r, budget, false).map_err(|e| {
+            unknown_constructor(conn, &e);
+            refuse(CallError::undecodable(&e))
+        })?;
+    // An older layer's form (TDesktop's 152) in the shape the application reads.
+    upgrade_request(&mut request);
     Ok((function.name.clone(), request))
 }
 

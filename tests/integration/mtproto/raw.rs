@@ -153,8 +153,11 @@ pub(super) struct Session {
     pub(super) salt: i64,
     pub(super) id: i64,
     content: i32,
-    /// Service messages seen while waiting for results.
-    seen: Vec<Vec<u8>>,
+    /// Service messages (and pushes) seen while waiting for results.
+    pub(super) seen: Vec<Vec<u8>>,
+    /// What requests are encoded and answers decoded with (the newest layer unless a test
+    /// speaks another: `Schema::exact` then checks every answer uses only that layer's ids).
+    pub(super) schema: &'static Schema,
 }
 
 impl Session {
@@ -166,6 +169,7 @@ impl Session {
             id: rand::random(),
             content: 0,
             seen: Vec::new(),
+            schema: Schema::api(),
         }
     }
 
@@ -194,7 +198,11 @@ impl Session {
     }
 
     /// Sends a call with this msg_id and answers its result: Ok(object) or Err(error message).
-    async fn call_with_id(&mut self, msg_id: i64, request: &Value) -> Result<Value, String> {
+    pub(super) async fn call_with_id(
+        &mut self,
+        msg_id: i64,
+        request: &Value,
+    ) -> Result<Value, String> {
         self.call_with_id_and_code(msg_id, request)
             .await
             .map_err(|(_, message)| message)
@@ -207,7 +215,7 @@ impl Session {
         request: &Value,
     ) -> Result<Value, (i32, String)> {
         let mut w = Writer::new();
-        encode_object(Schema::api(), request, &mut w).expect("request encodes");
+        encode_object(self.schema, request, &mut w).expect("request encodes");
         let packet = self.packet(msg_id, self.salt, &w.buf);
         self.conn.send(&packet).await;
         loop {
@@ -227,9 +235,12 @@ impl Session {
                 let code = e.i32().unwrap();
                 return Err((code, e.string().unwrap()));
             }
-            return Ok(
-                decode_object(Schema::api(), &mut Reader::new(&rest)).expect("result decodes")
-            );
+            return decode_object(self.schema, &mut Reader::new(&rest)).map_err(|e| {
+                (
+                    0,
+                    format!("answer not decodable in layer {}: {e:?}", self.schema.layer),
+                )
+            });
         }
     }
 
