@@ -36,6 +36,9 @@ pub struct App {
     pub(crate) keys: AccessHashKey,
     pub(crate) config: AppConfig,
     account_requests: AccountConcurrency,
+    /// Where sign-in codes are kept and how they are delivered; `None` until
+    /// [`App::with_sign_in`] (auth.sendCode answers `PHONE_CODE_PROVIDER_MISSING`).
+    pub(crate) sign_in: Option<crate::commands::sign_in::SignInPorts>,
 }
 
 impl App {
@@ -57,7 +60,14 @@ impl App {
             keys,
             config,
             account_requests,
+            sign_in: None,
         }
+    }
+
+    /// Sign-in by code through these ports (both fronts use [`App::send_code`] and the rest).
+    pub fn with_sign_in(mut self, ports: crate::commands::sign_in::SignInPorts) -> Self {
+        self.sign_in = Some(ports);
+        self
     }
 
     /// The per-account cap on calls in flight, shared by every front of this process: take a

@@ -19,4 +19,5 @@ mod queries;
 mod random_mix;
 mod read;
 mod send;
+mod sign_in;
 mod two_processes;

@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod log_export;
+pub mod login_codes;
 pub mod mtproto_keys;
 pub(crate) mod queries;
 pub(crate) mod rows;

@@ -20,9 +20,10 @@ use tokio::net::TcpStream;
 
 use super::Setup;
 
+mod bombs;
 #[path = "push_once.rs"]
 mod push_once;
-mod bombs;
+mod sign_in_codes;
 
 pub(super) const WAIT: Duration = Duration::from_secs(30);
 
