@@ -8,7 +8,7 @@ use crate::ports::{Accounts, RateLimiter, Store};
 /// Settings the handlers need.
 #[derive(Debug, Clone)]
 pub struct AppConfig {
-    /// `POST /v1/auth/login` without a code.
+    /// Development sign-in: `POST /v1/auth/login` without a code (off unless configured).
     pub dev_login: bool,
     /// Calls one account may have in flight at once (0: no cap); see [`AccountConcurrency`].
     pub max_concurrent_requests_per_account: u32,
@@ -19,7 +19,7 @@ pub struct AppConfig {
 impl Default for AppConfig {
     fn default() -> Self {
         Self {
-            dev_login: true,
+            dev_login: false,
             max_concurrent_requests_per_account:
                 account_concurrency::DEFAULT_MAX_CONCURRENT_REQUESTS,
             account_queue_wait: account_concurrency::DEFAULT_QUEUE_WAIT,

@@ -85,6 +85,7 @@ async fn webhook_sign_up_and_sign_in_with_dev_login_off() {
     assert_eq!(sent.0, 200);
     assert_eq!(sent.1["channel"], "sms");
     assert_eq!(sent.1["length"], 5);
+    assert_eq!(sent.1["timeout"], 300);
     let hash = sent.1["phone_code_hash"].as_str().unwrap().to_string();
     assert_eq!(hash.len(), 32);
     let code = receiver.code_for(phone).await;
@@ -301,6 +302,14 @@ async fn sends_are_limited_per_phone_and_per_ip() {
     }
     let secs = flood_secs(&send_code(&s, "+15553330000").await);
     assert!(secs > 3500 && secs <= 3600, "{secs}");
+    // The requester was the client's address, and each hash lives CODE_LIFETIME.
+    let rows: Vec<(String, f64)> = sqlx::query_as(
+        "SELECT DISTINCT requester, EXTRACT(EPOCH FROM expires_at - created_at)::float8 FROM login_codes",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(rows, vec![("ip:127.0.0.1".to_string(), 300.0)]);
     s.stop().await;
 }
 
