@@ -3,7 +3,9 @@
 //! receiver; the attempt, expiry and flood limits at their boundaries; the development provider
 //! refused unless enabled; the access-hash key from the CSPRNG.
 
+use application::commands::sign_in::MAX_CODE_CHARS;
 use application::login_codes::{MAX_CODE_ATTEMPTS, MAX_SENDS_PER_PHONE, MAX_SENDS_PER_REQUESTER};
+use infrastructure::login_webhook::WEBHOOK_TIMEOUT;
 use ptslog_tests::code_receiver::{Answer, CodeReceiver};
 use ptslog_tests::TestServer;
 use serde_json::{json, Value};
@@ -247,14 +249,30 @@ async fn expired_forged_foreign_and_empty_hashes_are_refused() {
         error_of(&sign_in(&s, "+1", &hash, &code).await),
         (400, "PHONE_NUMBER_INVALID")
     );
+    // A code longer than MAX_CODE_CHARS cannot be right: refused without a try counted.
+    let over = "1".repeat(MAX_CODE_CHARS + 1);
+    assert_eq!(
+        error_of(&sign_in(&s, a, &hash, &over).await),
+        (400, "PHONE_CODE_INVALID")
+    );
     // None of that counted against a's hash.
-    let attempts: i32 =
-        sqlx::query_scalar("SELECT attempts FROM login_codes WHERE phone_code_hash = $1")
-            .bind(&hash)
-            .fetch_one(&s.pool)
-            .await
-            .unwrap();
-    assert_eq!(attempts, 0);
+    let attempts = |pool: sqlx::PgPool, hash: String| async move {
+        let n: i32 =
+            sqlx::query_scalar("SELECT attempts FROM login_codes WHERE phone_code_hash = $1")
+                .bind(&hash)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        n
+    };
+    assert_eq!(attempts(s.pool.clone(), hash.clone()).await, 0);
+    // At MAX_CODE_CHARS the code is compared (and the try counted).
+    let at = "1".repeat(MAX_CODE_CHARS);
+    assert_eq!(
+        error_of(&sign_in(&s, a, &hash, &at).await),
+        (400, "PHONE_CODE_INVALID")
+    );
+    assert_eq!(attempts(s.pool.clone(), hash.clone()).await, 1);
     // Past its lifetime (moved into the past here) a hash is expired, right code or not.
     sqlx::query("UPDATE login_codes SET expires_at = now() - interval '1 second' WHERE phone_code_hash = $1")
         .bind(&hash_b)
@@ -376,6 +394,23 @@ async fn a_failing_webhook_fails_the_send_and_leaves_no_code() {
     assert_eq!(
         error_of(&sign_in(&s, phone, &hash, &code).await),
         (400, "PHONE_CODE_EXPIRED")
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_stuck_webhook_fails_the_send_after_its_timeout() {
+    let receiver = CodeReceiver::start(Answer::Hang).await;
+    let s = production(&receiver).await;
+    let started = std::time::Instant::now();
+    assert_eq!(
+        error_of(&send_code(&s, "+15551110012").await),
+        (400, "SMS_CODE_CREATE_FAILED")
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= WEBHOOK_TIMEOUT && took < WEBHOOK_TIMEOUT + std::time::Duration::from_secs(2),
+        "{took:?}"
     );
     s.stop().await;
 }

@@ -13,6 +13,8 @@ use tokio::net::{TcpListener, TcpStream};
 pub enum Answer {
     Ok,
     Fail,
+    /// Reads the request and never answers (a stuck gateway).
+    Hang,
 }
 
 pub struct CodeReceiver {
@@ -47,13 +49,18 @@ async fn serve_one(mut stream: TcpStream, answer: Answer) -> Option<Value> {
         }
         buf.extend_from_slice(&chunk[..n]);
     }
+    let body = serde_json::from_slice(&buf[head_end..head_end + length]).ok();
     let status = match answer {
         Answer::Ok => "200 OK",
         Answer::Fail => "502 Bad Gateway",
+        Answer::Hang => {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            return body;
+        }
     };
     let reply = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
     let _ = stream.write_all(reply.as_bytes()).await;
-    serde_json::from_slice(&buf[head_end..head_end + length]).ok()
+    body
 }
 
 impl CodeReceiver {
