@@ -20,6 +20,8 @@ CREATE TABLE login_codes (
 );
 CREATE INDEX login_codes_phone ON login_codes (phone, last_sent_at);
 CREATE INDEX login_codes_requester ON login_codes (requester, last_sent_at);
+-- For deleting rows past every window (PgCodeStore::issue).
+CREATE INDEX login_codes_last_sent_at ON login_codes (last_sent_at);
 
 -- The first migration made access_hash_key from md5(random()), which is not a CSPRNG. On a
 -- database that has not handed out a single access hash yet (no account), drop it: the server

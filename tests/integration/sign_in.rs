@@ -6,6 +6,7 @@
 use application::commands::sign_in::MAX_CODE_CHARS;
 use application::login_codes::{MAX_CODE_ATTEMPTS, MAX_SENDS_PER_PHONE, MAX_SENDS_PER_REQUESTER};
 use infrastructure::login_webhook::WEBHOOK_TIMEOUT;
+use infrastructure::postgres::login_codes::CLEANUP_BATCH;
 use ptslog_tests::code_receiver::{Answer, CodeReceiver};
 use ptslog_tests::TestServer;
 use serde_json::{json, Value};
@@ -412,6 +413,37 @@ async fn a_stuck_webhook_fails_the_send_after_its_timeout() {
         took >= WEBHOOK_TIMEOUT && took < WEBHOOK_TIMEOUT + std::time::Duration::from_secs(2),
         "{took:?}"
     );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn each_send_deletes_a_batch_of_stale_codes() {
+    let receiver = CodeReceiver::start(Answer::Ok).await;
+    let s = production(&receiver).await;
+    // Codes past every window (sent two hours ago, none dead), one more than a batch.
+    sqlx::query(
+        "INSERT INTO login_codes (phone_code_hash, phone, requester, code, created_at, expires_at, last_sent_at) \
+         SELECT 'stale' || i, '+1555000' || i, 'ip:192.0.2.1', '11111', now() - interval '2 hours', \
+                now() - interval '2 hours', now() - interval '2 hours' \
+         FROM generate_series(1, $1) AS i",
+    )
+    .bind(CLEANUP_BATCH as i32 + 1)
+    .execute(&s.pool)
+    .await
+    .unwrap();
+    let stale = || async {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM login_codes WHERE phone_code_hash LIKE 'stale%'",
+        )
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+        n
+    };
+    hash_for(&s, "+15551110013").await;
+    assert_eq!(stale().await, 1);
+    hash_for(&s, "+15551110014").await;
+    assert_eq!(stale().await, 0);
     s.stop().await;
 }
 

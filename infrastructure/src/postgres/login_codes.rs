@@ -9,6 +9,10 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::error::db_error;
 
+/// Stale rows deleted per send: more than one send makes, so the table cannot grow without bound,
+/// few enough that a send never waits on a big delete.
+pub const CLEANUP_BATCH: i64 = 16;
+
 pub struct PgCodeStore {
     pool: PgPool,
 }
@@ -99,15 +103,18 @@ impl CodeStore for PgCodeStore {
         if let Some(secs) = flood_wait(&mut tx, phone, requester, limits).await? {
             return Ok(Issued::FloodWait(secs));
         }
-        // Rows of this phone no limit looks at any more: what the table keeps stays bounded.
+        // Rows no limit looks at any more, a bounded batch per send: the table stays about as
+        // large as one window's sends.
         sqlx::query(
-            "DELETE FROM login_codes WHERE phone = $1 \
-               AND last_sent_at < now() - make_interval(secs => $2) \
-               AND (dead_at IS NULL OR dead_at < now() - make_interval(secs => $3))",
+            "DELETE FROM login_codes WHERE phone_code_hash IN ( \
+               SELECT phone_code_hash FROM login_codes \
+               WHERE last_sent_at < now() - make_interval(secs => $1) \
+                 AND (dead_at IS NULL OR dead_at < now() - make_interval(secs => $2)) \
+               LIMIT $3)",
         )
-        .bind(phone)
         .bind(limits.window.as_secs_f64())
         .bind(limits.lockout.as_secs_f64())
+        .bind(CLEANUP_BATCH)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
