@@ -8,7 +8,7 @@ use crate::ports::{Accounts, RateLimiter, Store};
 /// Settings the handlers need.
 #[derive(Debug, Clone)]
 pub struct AppConfig {
-    /// `POST /v1/auth/login` without a code.
+    /// Development sign-in: `POST /v1/auth/login` without a code (off unless configured).
     pub dev_login: bool,
     /// Calls one account may have in flight at once (0: no cap); see [`AccountConcurrency`].
     pub max_concurrent_requests_per_account: u32,
@@ -19,7 +19,7 @@ pub struct AppConfig {
 impl Default for AppConfig {
     fn default() -> Self {
         Self {
-            dev_login: true,
+            dev_login: false,
             max_concurrent_requests_per_account:
                 account_concurrency::DEFAULT_MAX_CONCURRENT_REQUESTS,
             account_queue_wait: account_concurrency::DEFAULT_QUEUE_WAIT,
@@ -36,6 +36,9 @@ pub struct App {
     pub(crate) keys: AccessHashKey,
     pub(crate) config: AppConfig,
     account_requests: AccountConcurrency,
+    /// Where sign-in codes are kept and how they are delivered; `None` until
+    /// [`App::with_sign_in`] (auth.sendCode answers `PHONE_CODE_PROVIDER_MISSING`).
+    pub(crate) sign_in: Option<crate::commands::sign_in::SignInPorts>,
 }
 
 impl App {
@@ -57,7 +60,14 @@ impl App {
             keys,
             config,
             account_requests,
+            sign_in: None,
         }
+    }
+
+    /// Sign-in by code through these ports (both fronts use [`App::send_code`] and the rest).
+    pub fn with_sign_in(mut self, ports: crate::commands::sign_in::SignInPorts) -> Self {
+        self.sign_in = Some(ports);
+        self
     }
 
     /// The per-account cap on calls in flight, shared by every front of this process: take a

@@ -14,6 +14,10 @@ pub enum AppError {
     /// Refused by configuration (e.g. development sign-in is off); the TL error name is given.
     #[error("forbidden: {0}")]
     Forbidden(&'static str),
+    /// A sign-in step refused (`PHONE_CODE_INVALID`, `PHONE_CODE_EXPIRED`, …): `400` with this
+    /// TL error name.
+    #[error("bad request: {0}")]
+    BadRequest(&'static str),
     #[error("the authorization is unknown or revoked")]
     Unauthorized,
     #[error("storage failed: {0}")]

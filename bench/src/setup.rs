@@ -66,6 +66,8 @@ pub fn server_config(
         ),
         ("PTSLOG_HTTP_ADDR".to_string(), "127.0.0.1:0".to_string()),
         ("PTSLOG_SEND_RATE_PER_MINUTE".to_string(), "0".to_string()),
+        // Benchmark devices sign in by phone (development sign-in).
+        ("PTSLOG_DEV_LOGIN".to_string(), "true".to_string()),
         (
             "PTSLOG_DB_MAX_CONNECTIONS".to_string(),
             max_connections.to_string(),

@@ -4,13 +4,16 @@
 
 pub mod error;
 pub mod kafka;
+pub mod login_webhook;
 pub mod postgres;
 pub mod redis_rate_limiter;
 pub mod relay;
 pub mod tls;
 
+pub use login_webhook::WebhookCodes;
 pub use postgres::accounts::PgAccounts;
 pub use postgres::auth_key_cipher::AuthKeyCipher;
+pub use postgres::login_codes::PgCodeStore;
 pub use postgres::mtproto_keys::{PgMtprotoKeys, StoredAuthKey};
 pub use postgres::secrets::access_hash_key;
 pub use postgres::store::PgStore;

@@ -149,6 +149,8 @@ async fn run(args: &Args) -> anyhow::Result<Figures> {
     );
     vars.insert("PTSLOG_HTTP_ADDR".to_string(), "127.0.0.1:0".to_string());
     vars.insert("PTSLOG_SEND_RATE_PER_MINUTE".to_string(), "0".to_string());
+    // Benchmark devices sign in by phone (development sign-in).
+    vars.insert("PTSLOG_DEV_LOGIN".to_string(), "true".to_string());
     vars.insert(
         "PTSLOG_RELAY_SLOT".to_string(),
         format!("benchpush_{stamp}"),

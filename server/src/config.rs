@@ -23,8 +23,12 @@ pub struct Config {
     pub http_addr: SocketAddr,
     /// `PTSLOG_SEND_RATE_PER_MINUTE` (default 30; 0 turns the limit off).
     pub send_rate_per_minute: u32,
-    /// `PTSLOG_DEV_LOGIN` (default true): `POST /v1/auth/login` signs in by phone alone.
+    /// `PTSLOG_DEV_LOGIN` (default false): development sign-in: `POST /v1/auth/login` signs in by
+    /// phone alone and every code request gets the fixed `PTSLOG_DEV_LOGIN_CODE`.
     pub dev_login: bool,
+    /// `PTSLOG_LOGIN_WEBHOOK_URL`: sign-in codes are POSTed as JSON to this URL (an SMS
+    /// gateway's adapter); it takes precedence over the development code.
+    pub login_webhook_url: Option<String>,
     /// `KAFKA_BROKERS` (`host:port[,…]`): the relay produces to and the gateway consumes from
     /// Kafka. Unset: the in-process relay feeds this process's fanout directly.
     pub kafka_brokers: Option<String>,
@@ -57,8 +61,8 @@ pub struct Config {
     /// `PTSLOG_MTPROTO_KEY_FILE` (default `<data dir>/mtproto_rsa_key.pem`): the server's RSA key,
     /// created on first start.
     pub mtproto_key_file: std::path::PathBuf,
-    /// `PTSLOG_DEV_LOGIN_CODE` (default `12345`): the code MTProto sign-in accepts while
-    /// development sign-in is on; with `PTSLOG_DEV_LOGIN=false` there is none.
+    /// `PTSLOG_DEV_LOGIN_CODE` (default `12345`): the code sign-in accepts while development
+    /// sign-in is on; setting it without `PTSLOG_DEV_LOGIN=true` is a configuration error.
     pub dev_login_code: Option<String>,
     /// `PTSLOG_ADMIN_TOKEN`: the operator token of the `/admin/` endpoints. Unset: no admin
     /// endpoints at all.
@@ -90,6 +94,14 @@ pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/ptslog";
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 pub const DEFAULT_MTPROTO_ADDR: &str = "127.0.0.1:8443";
+
+/// What `ptslog serve` prints at start while development sign-in is on.
+pub const DEV_LOGIN_WARNING: &str = "\
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
+!! WARNING: PTSLOG_DEV_LOGIN=true: development sign-in is ON.                 !!
+!! Anyone can sign in as any phone (POST /v1/auth/login, or the fixed code    !!
+!! PTSLOG_DEV_LOGIN_CODE). Never run a reachable server like this.            !!
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!";
 
 impl Config {
     /// Reads the environment, then the optional file.
@@ -148,7 +160,17 @@ impl Config {
                 .transpose()
                 .context("PTSLOG_SEND_RATE_PER_MINUTE")?
                 .unwrap_or(domain::limits::DEFAULT_SEND_RATE_PER_MINUTE),
-            dev_login: parse_bool("PTSLOG_DEV_LOGIN", true)?,
+            dev_login: parse_bool("PTSLOG_DEV_LOGIN", false)?,
+            login_webhook_url: match get("PTSLOG_LOGIN_WEBHOOK_URL") {
+                None => None,
+                Some(u) => {
+                    let parsed = url::Url::parse(u).context("PTSLOG_LOGIN_WEBHOOK_URL")?;
+                    if !matches!(parsed.scheme(), "http" | "https") {
+                        return Err(anyhow!("PTSLOG_LOGIN_WEBHOOK_URL must be an http(s) URL"));
+                    }
+                    Some(u.to_string())
+                }
+            },
             kafka_brokers: get("KAFKA_BROKERS").map(str::to_string),
             kafka_topic: get("PTSLOG_KAFKA_TOPIC")
                 .unwrap_or(infrastructure::kafka::DEFAULT_TOPIC)
@@ -206,10 +228,28 @@ impl Config {
                 None => std::path::Path::new(get("PTSLOG_DATA_DIR").unwrap_or(".data"))
                     .join("mtproto_rsa_key.pem"),
             },
-            dev_login_code: if parse_bool("PTSLOG_DEV_LOGIN", true)? {
-                Some(get("PTSLOG_DEV_LOGIN_CODE").unwrap_or("12345").to_string())
-            } else {
-                None
+            dev_login_code: match (
+                parse_bool("PTSLOG_DEV_LOGIN", false)?,
+                get("PTSLOG_DEV_LOGIN_CODE"),
+            ) {
+                (false, Some(_)) => {
+                    return Err(anyhow!(
+                        "PTSLOG_DEV_LOGIN_CODE is set but PTSLOG_DEV_LOGIN is not true: the development code is refused unless development sign-in is explicitly on"
+                    ))
+                }
+                (false, None) => None,
+                (true, code) => {
+                    let code = code.unwrap_or(crate::mtproto::login_codes::DEFAULT_DEV_CODE);
+                    if code.is_empty()
+                        || code.chars().count() > application::commands::sign_in::MAX_CODE_CHARS
+                    {
+                        return Err(anyhow!(
+                            "PTSLOG_DEV_LOGIN_CODE must be 1 to {} characters",
+                            application::commands::sign_in::MAX_CODE_CHARS
+                        ));
+                    }
+                    Some(code.to_string())
+                }
             },
             admin_token: get("PTSLOG_ADMIN_TOKEN").map(AdminToken::new).transpose()?,
             admin_addr: match get("PTSLOG_ADMIN_ADDR") {
@@ -254,16 +294,61 @@ mod tests {
         let c = Config::from_vars(&HashMap::new()).unwrap();
         assert_eq!(c.http_addr.to_string(), DEFAULT_HTTP_ADDR);
         assert_eq!(c.send_rate_per_minute, 30);
-        assert!(c.dev_login);
+        // Production default: no development sign-in, no development code.
+        assert!(!c.dev_login);
+        assert!(c.dev_login_code.is_none() && c.login_webhook_url.is_none());
         let vars = HashMap::from([
             ("PTSLOG_SEND_RATE_PER_MINUTE".to_string(), "0".to_string()),
-            ("PTSLOG_DEV_LOGIN".to_string(), "false".to_string()),
+            ("PTSLOG_DEV_LOGIN".to_string(), "true".to_string()),
         ]);
         let c = Config::from_vars(&vars).unwrap();
         assert_eq!(c.send_rate_per_minute, 0);
-        assert!(!c.dev_login);
+        assert!(c.dev_login);
+        assert_eq!(c.dev_login_code.as_deref(), Some("12345"));
         let bad = HashMap::from([("PTSLOG_HTTP_ADDR".to_string(), "nope".to_string())]);
         assert!(Config::from_vars(&bad).is_err());
+    }
+
+    #[test]
+    fn sign_in_settings() {
+        let vars = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        // The development code is refused unless development sign-in is explicitly on.
+        assert!(Config::from_vars(&vars(&[("PTSLOG_DEV_LOGIN_CODE", "11111")])).is_err());
+        let c = Config::from_vars(&vars(&[
+            ("PTSLOG_DEV_LOGIN", "true"),
+            ("PTSLOG_DEV_LOGIN_CODE", "11111"),
+        ]))
+        .unwrap();
+        assert_eq!(c.dev_login_code.as_deref(), Some("11111"));
+        let at = "1".repeat(application::commands::sign_in::MAX_CODE_CHARS);
+        let over = format!("{at}1");
+        assert!(Config::from_vars(&vars(&[
+            ("PTSLOG_DEV_LOGIN", "true"),
+            ("PTSLOG_DEV_LOGIN_CODE", &at)
+        ]))
+        .is_ok());
+        assert!(Config::from_vars(&vars(&[
+            ("PTSLOG_DEV_LOGIN", "true"),
+            ("PTSLOG_DEV_LOGIN_CODE", &over)
+        ]))
+        .is_err());
+        let c = Config::from_vars(&vars(&[(
+            "PTSLOG_LOGIN_WEBHOOK_URL",
+            "http://127.0.0.1:9000/sms",
+        )]))
+        .unwrap();
+        assert_eq!(
+            c.login_webhook_url.as_deref(),
+            Some("http://127.0.0.1:9000/sms")
+        );
+        for bad in ["not a url", "ftp://example.com/x"] {
+            assert!(Config::from_vars(&vars(&[("PTSLOG_LOGIN_WEBHOOK_URL", bad)])).is_err());
+        }
     }
 
     #[test]

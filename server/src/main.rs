@@ -29,6 +29,12 @@ async fn run() -> anyhow::Result<ExitCode> {
     let config = Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Serve => {
+            if config.dev_login {
+                // Loud on purpose: with this on, anyone signs in as anyone.
+                let warning = ptslog_server::config::DEV_LOGIN_WARNING;
+                eprintln!("{warning}");
+                tracing::warn!("{warning}");
+            }
             let mut running = ptslog_server::start(&config).await?;
             running.start_feed(&config)?;
             running.start_mtproto(&config).await?;

@@ -8,7 +8,9 @@ use application::ports::Store;
 use application::{App, AppConfig};
 use infrastructure::kafka::ConsumerStatus;
 use infrastructure::relay::RelayStatus;
-use infrastructure::{access_hash_key, PgAccounts, PgStore, RedisRateLimiter};
+use infrastructure::{
+    access_hash_key, PgAccounts, PgCodeStore, PgStore, RedisRateLimiter, WebhookCodes,
+};
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -72,8 +74,33 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
             max_concurrent_requests_per_account: config.limits.account_max_concurrent_requests,
             account_queue_wait: config.limits.account_queue_wait,
         },
-    );
+    )
+    .with_sign_in(sign_in_ports(config, &pool)?);
     Ok((app, pool, store))
+}
+
+/// Sign-in codes: kept in Postgres, delivered by the webhook when configured, else by the
+/// development provider when development sign-in is on, else by nothing (sendCode refused).
+fn sign_in_ports(
+    config: &Config,
+    pool: &PgPool,
+) -> anyhow::Result<application::commands::sign_in::SignInPorts> {
+    use application::login_codes::{CodeLimits, LoginCodes};
+    let limits = CodeLimits::default();
+    let delivery: Option<Arc<dyn LoginCodes>> =
+        match (&config.login_webhook_url, &config.dev_login_code) {
+            (Some(url), _) => Some(Arc::new(
+                WebhookCodes::new(url, limits.lifetime).context("PTSLOG_LOGIN_WEBHOOK_URL")?,
+            )),
+            (None, Some(code)) => crate::mtproto::DevCode::new(code, config.dev_login)
+                .map(|c| Arc::new(c) as Arc<dyn LoginCodes>),
+            (None, None) => None,
+        };
+    Ok(application::commands::sign_in::SignInPorts {
+        store: Arc::new(PgCodeStore::new(pool.clone())),
+        delivery,
+        limits,
+    })
 }
 
 /// A pool without the serving pool's `statement_timeout` (its idle-in-transaction timeout kept),

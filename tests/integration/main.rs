@@ -25,4 +25,5 @@ mod random_mix;
 mod read;
 mod redis_tls;
 mod send;
+mod sign_in;
 mod two_processes;

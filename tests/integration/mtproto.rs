@@ -160,6 +160,8 @@ impl Setup {
             Command::new(&self.bin)
                 .arg("serve")
                 .env_remove("PTSLOG_CONFIG")
+                // The real clients type the development code 12345.
+                .env("PTSLOG_DEV_LOGIN", "true")
                 .env("DATABASE_URL", database_url(&self.db))
                 .env("REDIS_URL", redis_url())
                 .env("PTSLOG_REDIS_PREFIX", format!("test:{}:", self.db))

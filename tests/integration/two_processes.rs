@@ -145,6 +145,8 @@ fn spawn_serve(bin: &Path, db: &str, port: u16) -> Child {
     Command::new(bin)
         .arg("serve")
         .env_remove("PTSLOG_CONFIG")
+        // These tests sign in with POST /v1/auth/login.
+        .env("PTSLOG_DEV_LOGIN", "true")
         .env("DATABASE_URL", database_url(db))
         .env("REDIS_URL", redis_url())
         .env("PTSLOG_REDIS_PREFIX", format!("test:{db}:"))

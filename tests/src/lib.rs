@@ -2,6 +2,7 @@
 //! a free port, and HTTP devices that talk to it.
 
 pub mod certificates;
+pub mod code_receiver;
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -147,8 +148,8 @@ pub async fn drop_database(name: &str) {
     eprintln!("could not drop the test database {name}: {last_error:?}");
 }
 
-/// Settings for a test server on a fresh database: a free port, its own Redis key prefix, and no
-/// send-rate limit unless a test sets one.
+/// Settings for a test server on a fresh database: a free port, its own Redis key prefix, no
+/// send-rate limit unless a test sets one, and development sign-in on.
 pub fn test_config(db: &str) -> Config {
     let mut vars = std::collections::HashMap::new();
     vars.insert("DATABASE_URL".to_string(), database_url(db));
@@ -157,6 +158,9 @@ pub fn test_config(db: &str) -> Config {
     vars.insert("PTSLOG_HTTP_ADDR".to_string(), "127.0.0.1:0".to_string());
     vars.insert("PTSLOG_SEND_RATE_PER_MINUTE".to_string(), "0".to_string());
     vars.insert("PTSLOG_DB_MAX_CONNECTIONS".to_string(), "8".to_string());
+    // The harness signs devices in with POST /v1/auth/login (development sign-in); tests of
+    // production sign-in set `dev_login = false` (and `dev_login_code = None`).
+    vars.insert("PTSLOG_DEV_LOGIN".to_string(), "true".to_string());
     Config::from_vars(&vars).expect("test config is valid")
 }
 

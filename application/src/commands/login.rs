@@ -1,5 +1,6 @@
-//! `POST /v1/auth/login`: development sign-in by phone. The same phone is the same account; every
-//! login is a new device with its own authorization.
+//! `POST /v1/auth/login`: development sign-in by phone alone, refused (`SIGN_IN_DISABLED`) unless
+//! `PTSLOG_DEV_LOGIN=true`. The same phone is the same account; every login is a new device with
+//! its own authorization. Production sign-in is by code: [`crate::commands::sign_in`].
 
 use domain::{limits, DomainError};
 use serde::{Deserialize, Serialize};

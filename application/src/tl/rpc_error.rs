@@ -112,6 +112,7 @@ impl From<&AppError> for RpcError {
             AppError::Domain(d) => RpcError::new(400, tl_name(d)),
             AppError::FloodWait(secs) => RpcError::new(420, format!("FLOOD_WAIT_{secs}")),
             AppError::Forbidden(name) => RpcError::new(403, *name),
+            AppError::BadRequest(name) => RpcError::new(400, *name),
             AppError::Unauthorized => RpcError::unauthorized(),
             // Telegram's answer when a call takes too long on its side; clients retry it.
             AppError::Store(StoreError::Timeout(_)) => RpcError::new(503, "TIMEOUT"),

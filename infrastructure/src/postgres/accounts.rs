@@ -78,7 +78,8 @@ impl Accounts for PgAccounts {
         let account = user(&row)?;
 
         let mut bytes = [0u8; TOKEN_BYTES];
-        rand::thread_rng().fill_bytes(&mut bytes);
+        // Bearer tokens straight from the operating system's CSPRNG.
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
         let token = hex::encode(bytes);
         // A random 64-bit id colliding is astronomically unlikely; a few tries make it impossible
         // in practice without a unique-violation error path.

@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod auth_key_cipher;
 pub mod log_export;
+pub mod login_codes;
 pub mod mtproto_keys;
 pub(crate) mod queries;
 pub(crate) mod rows;

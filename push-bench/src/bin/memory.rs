@@ -144,6 +144,8 @@ async fn measure(args: &Args, db: &str, stamp: &str) -> anyhow::Result<Figures> 
     let server = Server(
         Command::new(&args.server_bin)
             .arg("serve")
+            // Devices sign in with POST /v1/auth/login.
+            .env("PTSLOG_DEV_LOGIN", "true")
             .env("DATABASE_URL", database_url(&args.admin_url, db))
             .env("REDIS_URL", &args.redis_url)
             .env("PTSLOG_REDIS_PREFIX", format!("benchmem:{db}:"))

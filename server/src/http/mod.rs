@@ -1,4 +1,5 @@
-//! The JSON RPC API (docs/json-api.md): `POST /v1/auth/login`, `POST /v1/rpc/<method>`, `GET /healthz`,
+//! The JSON RPC API (docs/json-api.md): `POST /v1/auth/sendCode`/`signIn`/`signUp` (and the
+//! development `POST /v1/auth/login`), `POST /v1/rpc/<method>`, `GET /healthz`,
 //! the push WebSocket `GET /v1/updates`, the operations endpoints (`ops`) and, with an operator
 //! token, the admin endpoints (`admin`).
 
@@ -44,6 +45,11 @@ pub fn router(state: HttpState) -> Router {
     let router = Router::new()
         .route("/healthz", get(healthz))
         .route("/v1/auth/login", post(login::login))
+        .route("/v1/auth/sendCode", post(login::send_code))
+        .route("/v1/auth/resendCode", post(login::resend_code))
+        .route("/v1/auth/cancelCode", post(login::cancel_code))
+        .route("/v1/auth/signIn", post(login::sign_in))
+        .route("/v1/auth/signUp", post(login::sign_up))
         .route("/v1/rpc/{method}", post(rpc::rpc))
         .route("/v1/updates", get(updates::updates))
         .route("/v1/mtproto/public-key", get(mtproto_public_key))

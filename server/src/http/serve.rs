@@ -97,7 +97,7 @@ pub async fn serve(
     let mut refused: u64 = 0;
     let mut last_refusal_log = None;
     loop {
-        let (stream, _peer) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
                 // Out of file descriptors and the like: wait for some to close rather than spin.
@@ -121,7 +121,11 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        // Handlers that limit per client address (sign-in codes) read it as `ConnectInfo`.
+        let service = TowerToHyperService::new(WithPeer {
+            router: router.clone(),
+            peer,
+        });
         let connection = builder
             .serve_connection(TokioIo::new(stream), service)
             .with_upgrades();
@@ -310,5 +314,34 @@ mod tests {
         )
         .await;
         assert!(matches!(past, Err(BodyError::TooLarge)));
+    }
+}
+
+/// The router, with every request carrying its connection's peer address.
+#[derive(Clone)]
+struct WithPeer {
+    router: Router,
+    peer: std::net::SocketAddr,
+}
+
+impl<B> tower_service::Service<axum::http::Request<B>> for WithPeer
+where
+    Router: tower_service::Service<axum::http::Request<B>>,
+{
+    type Response = <Router as tower_service::Service<axum::http::Request<B>>>::Response;
+    type Error = <Router as tower_service::Service<axum::http::Request<B>>>::Error;
+    type Future = <Router as tower_service::Service<axum::http::Request<B>>>::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        tower_service::Service::<axum::http::Request<B>>::poll_ready(&mut self.router, cx)
+    }
+
+    fn call(&mut self, mut req: axum::http::Request<B>) -> Self::Future {
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(self.peer));
+        self.router.call(req)
     }
 }

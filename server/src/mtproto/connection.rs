@@ -61,8 +61,6 @@ pub(super) struct Conn {
     pub layer: Option<i32>,
     /// The msg_id of the call being served (auth.bindTempAuthKey checks it).
     pub current_msg_id: i64,
-    /// The phone whose code this connection proved with auth.signIn (for auth.signUp).
-    pub verified_phone: Option<String>,
     idle: Duration,
     peer: SocketAddr,
     /// While a key exchange is under way (or nothing valid has arrived yet): when the connection
@@ -391,7 +389,6 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
         push_rx: None,
         no_updates: false,
         layer: None,
-        verified_phone: None,
         current_msg_id: 0,
         idle: limits.idle_timeout,
         peer,

@@ -1,30 +1,48 @@
-//! Where sign-in codes come from. The development provider accepts one fixed code for every phone;
-//! a real one (SMS, another app) implements [`LoginCodes`] and is given to the front instead.
+//! The development [`LoginCodes`] provider: one fixed code for every phone, sent nowhere. It
+//! exists only while development sign-in is on (`PTSLOG_DEV_LOGIN=true`): [`DevCode::new`]
+//! refuses otherwise, and `ptslog serve` warns loudly at start when it is on.
 
+use application::login_codes::{CodeChannel, DeliveryError, LoginCodes};
 use async_trait::async_trait;
 
-/// Delivers sign-in codes and checks what users type.
-#[async_trait]
-pub trait LoginCodes: Send + Sync {
-    /// Sends a code to the phone (normalized, `+` and digits); answers the code's length, which
-    /// clients use to size their input field. An `Err` is the TL error message to answer
-    /// (e.g. `PHONE_NUMBER_BANNED`, `FLOOD_WAIT_60`).
-    async fn send(&self, phone: &str) -> Result<usize, String>;
-    /// Whether `code` is the one sent to the phone (and not expired).
-    async fn check(&self, phone: &str, code: &str) -> bool;
-}
+/// `PTSLOG_DEV_LOGIN_CODE` (default [`DEFAULT_DEV_CODE`]): the same code for every phone.
+pub struct DevCode(String);
 
-/// `PTSLOG_DEV_LOGIN_CODE`: the same code for every phone, sent nowhere.
-pub struct DevCode(pub String);
+/// The development code when none is configured (what tests/mtproto/*.py and *.js type).
+pub const DEFAULT_DEV_CODE: &str = "12345";
+
+impl DevCode {
+    /// The provider, only when development sign-in is explicitly on.
+    pub fn new(code: &str, dev_login: bool) -> Option<Self> {
+        dev_login.then(|| Self(code.to_string()))
+    }
+}
 
 #[async_trait]
 impl LoginCodes for DevCode {
-    async fn send(&self, _phone: &str) -> Result<usize, String> {
-        Ok(self.0.chars().count())
+    fn channel(&self) -> CodeChannel {
+        CodeChannel::App
     }
 
-    async fn check(&self, _phone: &str, code: &str) -> bool {
-        // Constant time is not needed: the development code is public by design.
-        code == self.0
+    fn fixed_code(&self) -> Option<&str> {
+        Some(&self.0)
+    }
+
+    async fn deliver(&self, _phone: &str, _code: &str, _hash: &str) -> Result<(), DeliveryError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_unless_enabled() {
+        assert!(DevCode::new("12345", false).is_none());
+        assert_eq!(
+            DevCode::new("12345", true).unwrap().fixed_code(),
+            Some("12345")
+        );
     }
 }

@@ -31,7 +31,7 @@ use crate::config::Config;
 use crate::gateway::Gateway;
 
 pub use limits::MtprotoLimits;
-pub use login_codes::{DevCode, LoginCodes};
+pub use login_codes::DevCode;
 pub use metrics::MtprotoMetrics;
 
 use connection_slots::ConnectionSlots;
@@ -64,9 +64,6 @@ pub struct Front {
     pub gateway: Arc<Gateway>,
     pub keys: PgMtprotoKeys,
     pub server_key: ServerKey,
-    /// Where sign-in codes come from (`None`: development sign-in is off and no provider is
-    /// configured; auth.sendCode answers PHONE_CODE_PROVIDER_MISSING).
-    pub codes: Option<Arc<dyn LoginCodes>>,
     /// The address `help.getConfig` announces.
     pub public_addr: SocketAddr,
     pub metrics: Arc<MtprotoMetrics>,
@@ -117,10 +114,6 @@ pub async fn start(
         gateway,
         keys,
         server_key,
-        codes: config
-            .dev_login_code
-            .clone()
-            .map(|c| Arc::new(DevCode(c)) as Arc<dyn LoginCodes>),
         public_addr,
         metrics,
         limits: config.mtproto_limits.clone(),

@@ -1,16 +1,15 @@
-//! auth.sendCode / signIn / signUp / logOut over MTProto, on the same accounts as
-//! `POST /v1/auth/login` (the same phone is the same account; each signed-in auth key is a
-//! device with its own authorization).
-//!
-//! Codes come from the front's [`LoginCodes`](super::LoginCodes) provider: while development
-//! sign-in is on (`PTSLOG_DEV_LOGIN`), the code is `PTSLOG_DEV_LOGIN_CODE` (default 12345) for
-//! every phone; with it off and no provider, auth.sendCode answers `PHONE_CODE_PROVIDER_MISSING`
-//! (docs/mtproto.md).
+//! auth.sendCode / resendCode / cancelCode / signIn / signUp / logOut over MTProto, through the
+//! same application handlers as `POST /v1/auth/sendCode` and `POST /v1/auth/signIn`
+//! ([`application::commands::sign_in`]): the same phone is the same account; each signed-in auth
+//! key is a device with its own authorization. Code requests are limited per auth key (the
+//! requester) and per phone (docs/security.md, "Sign-in codes").
 
-use application::commands::login::{normalize_phone, Login};
+use application::commands::login::LoginResult;
+use application::commands::sign_in::{CodeRef, SendCode, SentCode, SignIn, SignInOutcome, SignUp};
+use application::login_codes::{CodeChannel, Requester};
 use application::tl::RpcError;
 use application::AppError;
-use mtproto::crypto::{sha256, AuthKey};
+use mtproto::crypto::AuthKey;
 use mtproto::session::decrypt_v1;
 use mtproto::tl::Reader;
 use serde_json::{json, Value};
@@ -26,90 +25,91 @@ fn app_error(e: AppError) -> CallError {
     CallError::from(RpcError::from(&e))
 }
 
-fn phone(request: &Value) -> Result<String, CallError> {
-    normalize_phone(request["phone_number"].as_str().unwrap_or_default())
-        .map_err(|_| CallError::new(400, "PHONE_NUMBER_INVALID"))
+fn text(request: &Value, field: &str) -> String {
+    request[field].as_str().unwrap_or_default().to_string()
 }
 
-/// A phone_code_hash that needs no server-side state: it binds the code request to the phone and
-/// to this server's key.
-fn code_hash(conn: &Conn, phone: &str) -> String {
-    let secret = conn.front.server_key.fingerprint().to_le_bytes();
-    hex::encode(&sha256(&[b"ptslog-code", &secret, phone.as_bytes()])[..10])
+fn code_ref(request: &Value) -> CodeRef {
+    CodeRef {
+        phone_number: text(request, "phone_number"),
+        phone_code_hash: text(request, "phone_code_hash"),
+    }
 }
 
-async fn send_code(conn: &Conn, phone: &str) -> Result<Value, CallError> {
-    let Some(codes) = &conn.front.codes else {
-        return Err(CallError::new(400, "PHONE_CODE_PROVIDER_MISSING"));
+/// Code requests are counted per auth key: the key a client signs in with.
+fn requester(conn: &Conn) -> Result<Requester, CallError> {
+    conn.key
+        .as_ref()
+        .map(|k| Requester::auth_key(k.auth_key.id()))
+        .ok_or_else(|| CallError::new(401, "AUTH_KEY_UNREGISTERED"))
+}
+
+/// `auth.sentCode`: the type the code went by, and the type a resend would use.
+fn sent_code(sent: SentCode) -> Value {
+    let kind = match sent.channel {
+        CodeChannel::App => "auth.sentCodeTypeApp",
+        CodeChannel::Sms => "auth.sentCodeTypeSms",
     };
-    let length = codes
-        .send(phone)
-        .await
-        .map_err(|e| CallError::new(400, e))?;
-    Ok(json!({
+    json!({
         "_": "auth.sentCode",
-        "type": {"_": "auth.sentCodeTypeApp", "length": length},
-        "phone_code_hash": code_hash(conn, phone),
-    }))
-}
-
-async fn code_ok(conn: &Conn, phone: &str, code: &str) -> bool {
-    match &conn.front.codes {
-        Some(codes) => codes.check(phone, code).await,
-        None => false,
-    }
-}
-
-fn check_hash(conn: &Conn, phone: &str, request: &Value) -> Result<(), CallError> {
-    match request["phone_code_hash"].as_str() {
-        None | Some("") => Err(CallError::new(400, "PHONE_CODE_HASH_EMPTY")),
-        Some(h) if h == code_hash(conn, phone) => Ok(()),
-        Some(_) => Err(CallError::new(400, "PHONE_CODE_EXPIRED")),
-    }
+        "type": {"_": kind, "length": sent.length},
+        "phone_code_hash": sent.phone_code_hash,
+        "next_type": {"_": "auth.codeTypeSms"},
+        "timeout": sent.timeout,
+    })
 }
 
 pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result<Value, CallError> {
+    let app = conn.front.app.clone();
     match name {
-        "auth.sendCode" | "auth.resendCode" => {
-            let phone = phone(request)?;
-            send_code(conn, &phone).await
-        }
-        "auth.cancelCode" => Ok(json!(true)),
-        "auth.signIn" => {
-            let phone = phone(request)?;
-            check_hash(conn, &phone, request)?;
-            let code = request["phone_code"].as_str().unwrap_or_default();
-            if code.is_empty() {
-                return Err(CallError::new(400, "PHONE_CODE_EMPTY"));
-            }
-            if !code_ok(conn, &phone, code).await {
-                return Err(CallError::new(400, "PHONE_CODE_INVALID"));
-            }
-            if !conn
-                .front
-                .app
-                .phone_registered(&phone)
+        "auth.sendCode" => {
+            let req = SendCode {
+                phone_number: text(request, "phone_number"),
+            };
+            let sent = app
+                .send_code(&req, &requester(conn)?)
                 .await
-                .map_err(app_error)?
-            {
-                conn.verified_phone = Some(phone);
-                return Ok(json!({"_": "auth.authorizationSignUpRequired"}));
+                .map_err(app_error)?;
+            Ok(sent_code(sent))
+        }
+        "auth.resendCode" => {
+            let sent = app
+                .resend_code(&code_ref(request), &requester(conn)?)
+                .await
+                .map_err(app_error)?;
+            Ok(sent_code(sent))
+        }
+        "auth.cancelCode" => {
+            let cancelled = app
+                .cancel_code(&code_ref(request))
+                .await
+                .map_err(app_error)?;
+            Ok(json!(cancelled))
+        }
+        "auth.signIn" => {
+            let req = SignIn {
+                phone_number: text(request, "phone_number"),
+                phone_code_hash: text(request, "phone_code_hash"),
+                phone_code: text(request, "phone_code"),
+            };
+            requester(conn)?;
+            match app.sign_in(&req).await.map_err(app_error)? {
+                SignInOutcome::SignedIn(login) => complete(conn, login).await,
+                SignInOutcome::SignUpRequired => {
+                    Ok(json!({"_": "auth.authorizationSignUpRequired"}))
+                }
             }
-            complete(conn, phone, "", "").await
         }
         "auth.signUp" => {
-            let phone = phone(request)?;
-            check_hash(conn, &phone, request)?;
-            if conn.verified_phone.as_deref() != Some(phone.as_str()) {
-                return Err(CallError::new(400, "PHONE_CODE_EMPTY"));
-            }
-            complete(
-                conn,
-                phone,
-                request["first_name"].as_str().unwrap_or_default(),
-                request["last_name"].as_str().unwrap_or_default(),
-            )
-            .await
+            let req = SignUp {
+                phone_number: text(request, "phone_number"),
+                phone_code_hash: text(request, "phone_code_hash"),
+                first_name: text(request, "first_name"),
+                last_name: text(request, "last_name"),
+            };
+            requester(conn)?;
+            let login = app.sign_up(&req).await.map_err(app_error)?;
+            complete(conn, login).await
         }
         "auth.logOut" => {
             if let Some(key) = &conn.key {
@@ -192,27 +192,14 @@ async fn bind_temp_auth_key(conn: &mut Conn, request: &Value) -> Result<Value, C
     Ok(json!(true))
 }
 
-/// Signs the connection's key in as a new device of the phone's account.
-async fn complete(
-    conn: &mut Conn,
-    phone: String,
-    first_name: &str,
-    last_name: &str,
-) -> Result<Value, CallError> {
+/// Signs the connection's key in as the device the application just created.
+async fn complete(conn: &mut Conn, login: LoginResult) -> Result<Value, CallError> {
     let key_id = conn
         .key
         .as_ref()
         .map(|k| k.auth_key.id())
         .ok_or_else(|| CallError::new(401, "AUTH_KEY_UNREGISTERED"))?;
     let app = conn.front.app.clone();
-    let login = app
-        .login(Login {
-            phone,
-            first_name: first_name.to_string(),
-            last_name: last_name.to_string(),
-        })
-        .await
-        .map_err(app_error)?;
     let caller = app
         .authenticate(&login.token)
         .await
@@ -227,7 +214,6 @@ async fn complete(
             CallError::new(500, "INTERNAL")
         })?;
     conn.sign_in(caller);
-    conn.verified_phone = None;
     let users = dispatch(
         &app,
         &caller,

@@ -118,6 +118,7 @@ async fn mtproto_limits_replays_and_salts_against_the_running_server() {
         std::process::Command::new(&bin)
             .arg("serve")
             .env_remove("PTSLOG_CONFIG")
+            .env("PTSLOG_DEV_LOGIN", "true")
             .env("DATABASE_URL", database_url(&db))
             .env("REDIS_URL", redis_url())
             .env("PTSLOG_REDIS_PREFIX", format!("test:{db}:"))
