@@ -12,6 +12,7 @@ pub mod limits;
 pub mod message;
 pub mod message_text;
 pub mod peer;
+pub mod srp;
 
 pub use error::DomainError;
 pub use ids::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
