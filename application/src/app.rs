@@ -3,6 +3,7 @@ use std::sync::Arc;
 use domain::access_hash::AccessHashKey;
 
 use crate::account_concurrency::{self, AccountConcurrency};
+use crate::password_port::Passwords;
 use crate::ports::{Accounts, RateLimiter, Store};
 
 /// Settings the handlers need.
@@ -36,6 +37,8 @@ pub struct App {
     pub(crate) keys: AccessHashKey,
     pub(crate) config: AppConfig,
     account_requests: AccountConcurrency,
+    /// Two-step verification's store (commands::two_step), given with `with_passwords`.
+    pub(crate) passwords: Option<Arc<dyn Passwords>>,
 }
 
 impl App {
@@ -57,6 +60,7 @@ impl App {
             keys,
             config,
             account_requests,
+            passwords: None,
         }
     }
 

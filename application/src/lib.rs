@@ -9,6 +9,7 @@ pub mod clock;
 pub mod commands;
 pub mod error;
 pub mod fanout;
+pub mod password_port;
 pub mod ports;
 pub mod queries;
 pub mod resolve;

@@ -62,7 +62,10 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
             max_concurrent_requests_per_account: config.limits.account_max_concurrent_requests,
             account_queue_wait: config.limits.account_queue_wait,
         },
-    );
+    )
+    .with_passwords(Arc::new(
+        infrastructure::postgres::passwords::PgPasswords::new(pool.clone()),
+    ));
     Ok((app, pool, store))
 }
 

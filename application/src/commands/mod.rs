@@ -18,3 +18,4 @@ pub mod pin_dialogs;
 pub mod read_history;
 pub mod read_message_contents;
 pub mod send_message;
+pub mod two_step;

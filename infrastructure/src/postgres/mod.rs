@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod log_export;
 pub mod mtproto_keys;
+pub mod passwords;
 pub(crate) mod queries;
 pub(crate) mod rows;
 pub mod secrets;

@@ -95,6 +95,11 @@ pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result
                 conn.verified_phone = Some(phone);
                 return Ok(json!({"_": "auth.authorizationSignUpRequired"}));
             }
+            // Two-step verification: the right code alone does not sign an account with a
+            // password in; auth.checkPassword finishes it (two_step.rs).
+            if super::two_step::password_needed(conn, &phone).await? {
+                return Err(CallError::new(401, "SESSION_PASSWORD_NEEDED"));
+            }
             complete(conn, phone, "", "").await
         }
         "auth.signUp" => {
@@ -193,7 +198,7 @@ async fn bind_temp_auth_key(conn: &mut Conn, request: &Value) -> Result<Value, C
 }
 
 /// Signs the connection's key in as a new device of the phone's account.
-async fn complete(
+pub(super) async fn complete(
     conn: &mut Conn,
     phone: String,
     first_name: &str,
