@@ -20,3 +20,4 @@ mod random_mix;
 mod read;
 mod send;
 mod two_processes;
+mod two_step;

@@ -104,14 +104,8 @@ impl Passwords for PgPasswords {
                     == 1
             }
         };
-        if changed {
-            // Exchanges made for the old password can never succeed: drop them now.
-            sqlx::query("DELETE FROM srp_exchanges WHERE user_id = $1")
-                .bind(user.get())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
-        }
+        // Exchanges made for the old password stay until used or expired: using one answers
+        // SRP_PASSWORD_CHANGED (their version is the old one), as Telegram does.
         tx.commit().await.map_err(db_error)?;
         Ok(changed)
     }
