@@ -14,9 +14,10 @@ CREATE TABLE account_passwords (
 );
 
 -- One SRP exchange per account.getPassword: the server's secret b, single-use (deleted when a
--- check takes it) and short-lived.
+-- check takes it), short-lived, and at most a few per account (the oldest by `seq` dropped).
 CREATE TABLE srp_exchanges (
     srp_id      BIGINT PRIMARY KEY,
+    seq         BIGINT GENERATED ALWAYS AS IDENTITY,
     user_id     BIGINT NOT NULL REFERENCES users (id),
     secret_b    BYTEA NOT NULL,
     version     BIGINT NOT NULL,

@@ -51,10 +51,13 @@ pub trait Passwords: Send + Sync {
         expected: Option<i64>,
         new: Option<&StoredPassword>,
     ) -> Result<bool, StoreError>;
+    /// Saves an exchange, keeping only the account's `keep` newest (older ones are dropped, as
+    /// are expired ones).
     async fn save_exchange(
         &self,
         exchange: &SrpExchangeRecord,
         expires_at: i64,
+        keep: usize,
     ) -> Result<(), StoreError>;
     /// Removes and answers the account's exchange `srp_id` if it has not expired (each is used
     /// once, right or wrong).

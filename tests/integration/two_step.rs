@@ -5,7 +5,8 @@
 //! MTProto's and runs with Telethon in mtproto.rs.
 
 use application::commands::two_step::{
-    MAX_PASSWORD_FAILURES, PASSWORD_FAILURE_WINDOW_SECS, SECURE_RANDOM_BYTES, SERVER_SALT1_BYTES,
+    MAX_OPEN_SRP_EXCHANGES, MAX_PASSWORD_FAILURES, PASSWORD_FAILURE_WINDOW_SECS,
+    SECURE_RANDOM_BYTES, SERVER_SALT1_BYTES,
 };
 use domain::srp::{self, Verifier};
 use ptslog_tests::{Device, TestServer};
@@ -146,6 +147,22 @@ async fn password_set_change_remove_and_attempt_limit() {
         update(&d, stale, new_settings(&d, &x1, "").await).await,
         (400, "SRP_PASSWORD_CHANGED".into())
     );
+    // At most MAX_OPEN_SRP_EXCHANGES per account: the oldest past it is gone, the next kept.
+    // (Settings first: each getPassword opens an exchange.)
+    let (settings_a, settings_b) = (
+        new_settings(&d, &x2, "").await,
+        new_settings(&d, &x2, "").await,
+    );
+    let oldest = proof(&d, &x2).await;
+    let second = proof(&d, &x2).await;
+    for _ in 0..MAX_OPEN_SRP_EXCHANGES - 1 {
+        d.rpc("account.getPassword", json!({})).await;
+    }
+    assert_eq!(
+        update(&d, oldest, settings_a).await,
+        (400, "SRP_ID_INVALID".into())
+    );
+    assert_eq!(update(&d, second, settings_b).await.0, 200);
     // Bad new settings change nothing.
     let mut bad = new_settings(&d, &x1, "").await;
     bad["new_password_hash"] = json!("01");
@@ -214,5 +231,69 @@ async fn password_set_change_remove_and_attempt_limit() {
         .0,
         200
     );
+    server.stop().await;
+}
+
+/// The Postgres adapter's lifetimes at their boundaries: an exchange is live until
+/// SRP_EXCHANGE_LIFETIME_SECS and used once; a waiting sign-in is live until
+/// PENDING_SIGN_IN_LIFETIME_SECS and belongs to its auth key only; failures count inside the
+/// window only.
+#[tokio::test]
+async fn exchanges_and_waiting_sign_ins_expire() {
+    use application::commands::two_step::{
+        PENDING_SIGN_IN_LIFETIME_SECS, SRP_EXCHANGE_LIFETIME_SECS,
+    };
+    use application::password_port::{Passwords, SrpExchangeRecord};
+    use domain::UserId;
+    use infrastructure::postgres::passwords::PgPasswords;
+
+    let server = TestServer::start().await;
+    let d = server.login("+17770001003", "Kim").await;
+    let user = UserId::new(d.user_id).unwrap();
+    let store = PgPasswords::new(server.pool.clone());
+    let now = i64::from(application::clock::unix_now());
+    let exchange = |srp_id| SrpExchangeRecord {
+        srp_id,
+        user_id: user,
+        secret_b: vec![1; srp::SIZE],
+        version: 7,
+    };
+    let expires = now + SRP_EXCHANGE_LIFETIME_SECS;
+    store
+        .save_exchange(&exchange(42), expires, 8)
+        .await
+        .unwrap();
+    store
+        .save_exchange(&exchange(43), expires, 8)
+        .await
+        .unwrap();
+    assert!(store
+        .take_exchange(user, 42, expires)
+        .await
+        .unwrap()
+        .is_none());
+    let live = store.take_exchange(user, 43, expires - 1).await.unwrap();
+    assert_eq!(live.map(|e| (e.srp_id, e.version)), Some((43, 7)));
+    assert!(
+        store.take_exchange(user, 43, now).await.unwrap().is_none(),
+        "used once"
+    );
+
+    let until = now + PENDING_SIGN_IN_LIFETIME_SECS;
+    store.set_pending_sign_in(99, user, until).await.unwrap();
+    assert_eq!(
+        store.pending_sign_in(99, until - 1).await.unwrap(),
+        Some(user)
+    );
+    assert_eq!(store.pending_sign_in(99, until).await.unwrap(), None);
+    assert_eq!(store.pending_sign_in(98, now).await.unwrap(), None);
+    store.clear_pending_sign_in(99).await.unwrap();
+    assert_eq!(store.pending_sign_in(99, now).await.unwrap(), None);
+
+    let window = application::commands::two_step::PASSWORD_FAILURE_WINDOW_SECS;
+    store.record_failure(user, now - window).await.unwrap();
+    store.record_failure(user, now).await.unwrap();
+    let (count, oldest) = store.failures_since(user, now - window + 1).await.unwrap();
+    assert_eq!((count, oldest), (1, Some(now)));
     server.stop().await;
 }

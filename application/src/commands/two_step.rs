@@ -26,6 +26,10 @@ use crate::App;
 /// ask for a fresh one right before each check, and the PBKDF2 step takes them about a second;
 /// 5 minutes leaves room for a slow phone without keeping secrets b around.
 pub const SRP_EXCHANGE_LIFETIME_SECS: i64 = 300;
+/// Exchanges one account may have open at once; account.getPassword drops the oldest past it,
+/// so a loop of calls cannot grow the table. A client uses one at a time; 8 leaves room for
+/// several devices asking at once.
+pub const MAX_OPEN_SRP_EXCHANGES: usize = 8;
 /// Wrong passwords one account may give per [`PASSWORD_FAILURE_WINDOW_SECS`]; the next check
 /// answers `FLOOD_WAIT_X` until the oldest one leaves the window. 5 an hour makes guessing
 /// hopeless while a user who mistypes a few times is not locked out for long.
@@ -313,6 +317,7 @@ impl App {
                         version: stored.version,
                     },
                     i64::from(unix_now()) + SRP_EXCHANGE_LIFETIME_SECS,
+                    MAX_OPEN_SRP_EXCHANGES,
                 )
                 .await?;
             answer["has_password"] = json!(true);

@@ -114,6 +114,7 @@ impl Passwords for PgPasswords {
         &self,
         exchange: &SrpExchangeRecord,
         expires_at: i64,
+        keep: usize,
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         sqlx::query("DELETE FROM srp_exchanges WHERE user_id = $1 AND expires_at < now()")
@@ -130,6 +131,16 @@ impl Passwords for PgPasswords {
         .bind(&exchange.secret_b)
         .bind(exchange.version)
         .bind(expires_at as f64)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        sqlx::query(
+            "DELETE FROM srp_exchanges WHERE user_id = $1 AND srp_id NOT IN \
+             (SELECT srp_id FROM srp_exchanges WHERE user_id = $1 \
+              ORDER BY seq DESC LIMIT $2)",
+        )
+        .bind(exchange.user_id.get())
+        .bind(i64::try_from(keep).unwrap_or(i64::MAX))
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
