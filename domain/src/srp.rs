@@ -340,7 +340,7 @@ mod tests {
         "04f3f0936beadc6fe3b776c608e56c5befef2162c21d1c236cbcd4e07a426a68",
         "0f916555886b99432d77d5a6d0d3dc970069cdb0839671f31cc7d1d501e7ef83"
     );
-    const TV_M1: &str = concat!("fc1c7bd56658768687c058027a5f4c48745c7c730f7cdf947a3ea77f98fe5333");
+    const TV_M1: &str = "fc1c7bd56658768687c058027a5f4c48745c7c730f7cdf947a3ea77f98fe5333";
 
     fn salts() -> (Vec<u8>, Vec<u8>) {
         ((1..=40).collect(), (0xa0..0xb0).collect())

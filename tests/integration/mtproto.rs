@@ -572,6 +572,7 @@ async fn telethon_two_step_verification() {
         setup.run_script(&python, "telethon_2fa.py", &["+15559900001"])
     });
     for check in [
+        "nothing_before_code",
         "no_password",
         "set",
         "has_password",

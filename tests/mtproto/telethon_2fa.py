@@ -14,7 +14,7 @@ import json
 import sys
 import urllib.request
 
-from telethon import TelegramClient, errors, functions
+from telethon import TelegramClient, errors, functions, types
 from telethon.crypto import rsa
 from telethon.network import ConnectionTcpAbridged
 from telethon.sessions import MemorySession
@@ -53,6 +53,19 @@ async def code_sign_in(c):
 async def main():
     info = json.load(urllib.request.urlopen(f'{HTTP}/v1/mtproto/public-key'))
     rsa.add_key(info['pem'], old=False)
+
+    # A key that has not given a code for an account with a password gets nothing.
+    z = client()
+    await z.connect()
+    for request in (functions.account.GetPasswordRequest(),
+                    functions.auth.CheckPasswordRequest(types.InputCheckPasswordSRP(1, b'\x01' * 256, b'\x00' * 32))):
+        try:
+            await z(request)
+            raise AssertionError(f'{request} answered before a code')
+        except errors.AuthKeyUnregisteredError:
+            pass
+    check('nothing_before_code', True)
+    await z.disconnect()
 
     a = client()
     me = await code_sign_in(a)
