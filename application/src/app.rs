@@ -3,6 +3,7 @@ use std::sync::Arc;
 use domain::access_hash::AccessHashKey;
 
 use crate::account_concurrency::{self, AccountConcurrency};
+use crate::password_port::Passwords;
 use crate::ports::{Accounts, RateLimiter, Store};
 
 /// Settings the handlers need.
@@ -39,6 +40,8 @@ pub struct App {
     /// Where sign-in codes are kept and how they are delivered; `None` until
     /// [`App::with_sign_in`] (auth.sendCode answers `PHONE_CODE_PROVIDER_MISSING`).
     pub(crate) sign_in: Option<crate::commands::sign_in::SignInPorts>,
+    /// Two-step verification's store (commands::two_step), given with `with_passwords`.
+    pub(crate) passwords: Option<Arc<dyn Passwords>>,
 }
 
 impl App {
@@ -61,6 +64,7 @@ impl App {
             config,
             account_requests,
             sign_in: None,
+            passwords: None,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod error;
 pub mod fanout;
 pub mod login_codes;
+pub mod password_port;
 pub mod ports;
 pub mod queries;
 pub mod resolve;

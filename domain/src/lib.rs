@@ -13,6 +13,7 @@ pub mod message;
 pub mod message_entity;
 pub mod message_text;
 pub mod peer;
+pub mod srp;
 
 pub use error::DomainError;
 pub use ids::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};

@@ -75,7 +75,10 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
             account_queue_wait: config.limits.account_queue_wait,
         },
     )
-    .with_sign_in(sign_in_ports(config, &pool)?);
+    .with_sign_in(sign_in_ports(config, &pool)?)
+    .with_passwords(Arc::new(
+        infrastructure::postgres::passwords::PgPasswords::new(pool.clone()),
+    ));
     Ok((app, pool, store))
 }
 

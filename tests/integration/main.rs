@@ -27,3 +27,4 @@ mod redis_tls;
 mod send;
 mod sign_in;
 mod two_processes;
+mod two_step;

@@ -550,3 +550,73 @@ async fn telethon_kurigram_and_gramjs_sign_in_and_chat() {
     drop(server);
     drop(setup);
 }
+
+/// Two-step verification with Telethon unpatched (tests/mtproto/telethon_2fa.py): `edit_2fa`
+/// sets, changes and removes a password; a new device's right code answers
+/// SESSION_PASSWORD_NEEDED, a wrong password PASSWORD_HASH_INVALID, the right one signs it in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telethon_two_step_verification() {
+    let python = tokio::task::spawn_blocking(telethon_python)
+        .await
+        .expect("installer thread")
+        .unwrap_or_else(|e| panic!("Telethon from PyPI is needed for this test: {e}"));
+    let bin = tokio::task::spawn_blocking(ptslog_binary)
+        .await
+        .expect("build thread")
+        .expect("the ptslog binary");
+    let db = fresh_database().await.expect("fresh database");
+    let suffix = db.trim_start_matches("ptslog_t_").to_string();
+    let setup = Setup {
+        bin,
+        data_dir: std::env::temp_dir().join(format!("ptslog-2fa-{suffix}")),
+        slot: format!("relay_{suffix}"),
+        db,
+        http_port: free_port(),
+        mt_port: free_low_port(),
+    };
+    let mut server = setup.spawn();
+    // Only the MTProto key is needed (no live updates): serving is enough.
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = server.0.try_wait().expect("child status") {
+            panic!("ptslog serve exited early: {status}");
+        }
+        let up = http
+            .get(format!("{}/v1/mtproto/public-key", setup.http()))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200);
+        if up {
+            break;
+        }
+        assert!(Instant::now() < deadline, "server not up within 120 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let out = tokio::task::block_in_place(|| {
+        setup.run_script(&python, "telethon_2fa.py", &["+15559900001"])
+    });
+    for check in [
+        "nothing_before_code",
+        "no_password",
+        "set",
+        "has_password",
+        "session_password_needed",
+        "wrong_password",
+        "password_sign_in",
+        "change_needs_current",
+        "change",
+        "changed_hint",
+        "remove",
+        "removed",
+        "sign_in_without_password",
+    ] {
+        assert!(
+            out.lines().any(|l| l == format!("CHECK {check}")),
+            "2fa: check {check} missing:\n{out}"
+        );
+    }
+    assert!(out.lines().any(|l| l == "E2E OK 2fa"), "{out}");
+    drop(server);
+    drop(setup);
+}

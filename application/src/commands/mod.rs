@@ -19,3 +19,4 @@ pub mod read_history;
 pub mod read_message_contents;
 pub mod send_message;
 pub mod sign_in;
+pub mod two_step;

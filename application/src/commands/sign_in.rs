@@ -97,6 +97,11 @@ pub enum SignInOutcome {
     /// The phone has no account: `auth.signUp` with the same hash and names.
     #[serde(rename = "auth.authorizationSignUpRequired")]
     SignUpRequired,
+    /// The account has a two-step verification password: the code is used up, and the device
+    /// signs in only once `auth.checkPassword` proves the password (Telegram's
+    /// `SESSION_PASSWORD_NEEDED`). Fronts answer that error; it is never serialised.
+    #[serde(skip)]
+    PasswordNeeded(domain::UserId),
 }
 
 fn random_hash() -> String {
@@ -112,6 +117,14 @@ fn random_code() -> String {
 
 fn bad(name: &'static str) -> AppError {
     AppError::BadRequest(name)
+}
+
+/// `has_password` fails only on storage (its port is checked before the call).
+fn app_error(e: crate::commands::two_step::TwoStepError) -> AppError {
+    match e {
+        crate::commands::two_step::TwoStepError::App(e) => e,
+        _ => bad("PASSWORD_UNAVAILABLE"),
+    }
 }
 
 /// The hash as sent, refused when empty; one that cannot be ours is as good as expired.
@@ -230,12 +243,29 @@ impl App {
 
     /// The code was right: an existing account signs in, a new phone must sign up first.
     async fn code_accepted(&self, phone: &str, hash: &str) -> Result<SignInOutcome, AppError> {
-        match self.store.user_by_phone(phone).await? {
-            Some(_) => Ok(SignInOutcome::SignedIn(
-                self.complete_sign_in(phone, hash, "", "").await?,
-            )),
-            None => Ok(SignInOutcome::SignUpRequired),
+        let Some(user) = self.store.user_by_phone(phone).await? else {
+            return Ok(SignInOutcome::SignUpRequired);
+        };
+        if self.passwords.is_some() && self.has_password(user.id).await.map_err(app_error)? {
+            // The code is spent here; the password, not the code, finishes this sign-in.
+            if !self.sign_in_ports()?.store.close(phone, hash).await? {
+                return Err(bad("PHONE_CODE_EXPIRED"));
+            }
+            return Ok(SignInOutcome::PasswordNeeded(user.id));
         }
+        Ok(SignInOutcome::SignedIn(
+            self.complete_sign_in(phone, hash, "", "").await?,
+        ))
+    }
+
+    /// A device of the account whose password `App::check_password_sign_in` just proved (after
+    /// a right code on the same auth key): the second half of a two-step sign-in.
+    pub async fn complete_password_sign_in(&self, phone: &str) -> Result<LoginResult, AppError> {
+        let (user, token) = self.accounts.login(phone, "", "").await?;
+        Ok(LoginResult {
+            user_id: user.id.get(),
+            token,
+        })
     }
 
     /// `auth.signUp`: a hash whose code was right, for a phone without an account, creates it.

@@ -5,6 +5,7 @@ pub mod auth_key_cipher;
 pub mod log_export;
 pub mod login_codes;
 pub mod mtproto_keys;
+pub mod passwords;
 pub(crate) mod queries;
 pub(crate) mod rows;
 pub mod secrets;

@@ -1,5 +1,6 @@
 //! `POST /v1/rpc/<method>`: one table from TL method names to application handlers.
 
+use application::commands::two_step::{TwoStepError, UpdatePasswordSettings};
 use application::commands::{
     block::Block, delete_history::DeleteHistory, delete_messages::DeleteMessages,
     edit_message::EditMessage, forward_messages::ForwardMessages, read_history::ReadHistory,
@@ -21,7 +22,7 @@ use application::queries::{
     resolve_phone::ResolvePhone, search::Search,
 };
 use application::tl::RpcError;
-use application::{App, Caller};
+use application::{App, AppError, Caller};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -74,6 +75,8 @@ pub const METHODS: &[&str] = &[
     "messages.hidePeerSettingsBar",
     "account.updateNotifySettings",
     "account.getNotifySettings",
+    "account.getPassword",
+    "account.updatePasswordSettings",
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
@@ -107,6 +110,14 @@ pub async fn rpc(
     dispatch(&state.app, &caller, &method, &body)
         .await
         .map(Json)
+}
+
+/// Two-step verification's errors, with a storage failure logged like the others.
+fn two_step_failure(e: TwoStepError) -> RpcFailure {
+    if let TwoStepError::App(AppError::Store(inner)) = &e {
+        tracing::error!(error = %inner, "storage failure (two-step verification)");
+    }
+    RpcFailure(RpcError::from(&e))
 }
 
 fn bool_value(b: bool) -> Value {
@@ -226,6 +237,15 @@ pub(crate) async fn dispatch(
         "account.getNotifySettings" => ok(&app
             .get_notify_settings(c, parse::<GetNotifySettings>(body)?)
             .await?),
+        "account.getPassword" => {
+            parse::<serde_json::Map<String, Value>>(body)?;
+            app.get_password(c.user_id).await.map_err(two_step_failure)
+        }
+        "account.updatePasswordSettings" => Ok(bool_value(
+            app.update_password_settings(c.user_id, parse::<UpdatePasswordSettings>(body)?)
+                .await
+                .map_err(two_step_failure)?,
+        )),
         other => Err(RpcFailure(RpcError::method_invalid(other))),
     }
 }

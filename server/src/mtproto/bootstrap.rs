@@ -66,10 +66,6 @@ fn default_answer(name: &str, request: &Value, now: i64) -> Option<Value> {
         "account.getContentSettings" => json!({"_": "account.contentSettings"}),
         "account.getAuthorizations" => json!({"_": "account.authorizations",
             "authorization_ttl_days": 180, "authorizations": []}),
-        "account.getPassword" => json!({"_": "account.password",
-            "new_algo": {"_": "passwordKdfAlgoUnknown"},
-            "new_secure_algo": {"_": "securePasswordKdfAlgoUnknown"},
-            "secure_random": hex_random(32)}),
         "account.getPrivacy" => {
             json!({"_": "account.privacyRules", "rules": [], "chats": [], "users": []})
         }
@@ -155,7 +151,6 @@ const DEFAULT_ANSWERED: &[&str] = &[
     "account.getNotifyExceptions",
     "account.getContentSettings",
     "account.getAuthorizations",
-    "account.getPassword",
     "account.getPrivacy",
     "account.getGlobalPrivacySettings",
     "account.getAccountTTL",

@@ -15,7 +15,7 @@ use mtproto::tl::{
 use serde_json::{json, Value};
 
 use super::connection::Conn;
-use super::{bootstrap, sign_in};
+use super::{bootstrap, sign_in, two_step};
 use crate::http::rpc::{dispatch, METHODS};
 
 /// An `rpc_error` to answer.
@@ -175,6 +175,7 @@ fn unknown_constructor(conn: &Conn, e: &TlError) -> Option<u32> {
 /// Whether `name` is served to a connection that has not signed in (see [`route`]).
 fn served_before_sign_in(conn: &Conn, name: &str) -> bool {
     BEFORE_SIGN_IN.iter().any(|p| name.starts_with(p))
+        || two_step::BEFORE_SIGN_IN.contains(&name)
         || bootstrap::answer(conn, name, &Value::Null).is_some()
 }
 
@@ -220,6 +221,9 @@ fn peel<'a>(
 async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, CallError> {
     if let Some(answer) = bootstrap::answer(conn, name, &request) {
         return Ok(answer);
+    }
+    if let Some(answer) = two_step::call(conn, name, &request).await {
+        return answer;
     }
     if name.starts_with("auth.") {
         return sign_in::call(conn, name, &request).await;

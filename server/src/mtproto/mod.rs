@@ -14,6 +14,7 @@ pub mod login_codes;
 pub mod metrics;
 mod server_key;
 mod sign_in;
+mod two_step;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

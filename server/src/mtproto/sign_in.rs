@@ -98,6 +98,12 @@ pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result
                 SignInOutcome::SignUpRequired => {
                     Ok(json!({"_": "auth.authorizationSignUpRequired"}))
                 }
+                // Two-step verification: this key passed the code; auth.checkPassword finishes
+                // the sign-in (two_step.rs).
+                SignInOutcome::PasswordNeeded(user) => {
+                    super::two_step::password_needed(conn, user).await?;
+                    Err(CallError::new(401, "SESSION_PASSWORD_NEEDED"))
+                }
             }
         }
         "auth.signUp" => {
@@ -193,7 +199,7 @@ async fn bind_temp_auth_key(conn: &mut Conn, request: &Value) -> Result<Value, C
 }
 
 /// Signs the connection's key in as the device the application just created.
-async fn complete(conn: &mut Conn, login: LoginResult) -> Result<Value, CallError> {
+pub(super) async fn complete(conn: &mut Conn, login: LoginResult) -> Result<Value, CallError> {
     let key_id = conn
         .key
         .as_ref()

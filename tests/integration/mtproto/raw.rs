@@ -574,6 +574,11 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
             "settings": {"_": "inputPeerNotifySettings", "show_previews": false, "silent": true, "mute_until": 2147483647}}),
         json!({"_": "account.getNotifySettings", "peer": {"_": "inputNotifyPeer", "peer": other}}),
         json!({"_": "account.getNotifySettings", "peer": {"_": "inputNotifyUsers"}}),
+        json!({"_": "account.getPassword"}),
+        // No password yet: "remove" with an empty check is a no-op (tests/integration/two_step.rs
+        // and telethon_2fa.py cover the rest).
+        json!({"_": "account.updatePasswordSettings", "password": {"_": "inputCheckPasswordEmpty"},
+            "new_settings": {"_": "account.passwordInputSettings"}}),
         json!({"_": "messages.getOutboxReadDate", "peer": other, "msg_id": 2}),
         json!({"_": "messages.deleteMessages", "revoke": true, "id": [1]}),
         json!({"_": "messages.deleteHistory", "peer": me, "max_id": 0}),
