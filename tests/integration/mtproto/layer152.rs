@@ -359,6 +359,10 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
             "settings": {"_": "inputPeerNotifySettings", "show_previews": false, "silent": true, "mute_until": 2147483647}}),
         json!({"_": "account.getNotifySettings", "peer": {"_": "inputNotifyPeer", "peer": other}}),
         json!({"_": "account.getNotifySettings", "peer": {"_": "inputNotifyUsers"}}),
+        json!({"_": "account.getPassword"}),
+        // No password yet and none set: the empty check with empty settings changes nothing.
+        json!({"_": "account.updatePasswordSettings", "password": {"_": "inputCheckPasswordEmpty"},
+            "new_settings": {"_": "account.passwordInputSettings"}}),
         json!({"_": "messages.deleteMessages", "revoke": true, "id": [first_id]}),
         json!({"_": "messages.deleteHistory", "peer": me, "max_id": 0}),
     ];
