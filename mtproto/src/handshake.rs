@@ -144,6 +144,17 @@ struct PqInner {
     expires_in: Option<i32>,
 }
 
+/// The longest life a temporary key gets, in seconds: a week (Telegram Desktop asks for a day).
+/// A client asking for more gets this (the protocol lets the server shorten it; the client then
+/// makes a new key, as after any expiry), so "temporary" keys cannot be made permanent and the
+/// sweep of expired keys always reaches them.
+pub const MAX_TEMP_KEY_LIFETIME_SECS: i32 = 7 * 86_400;
+
+/// `expires_in` as the server grants it: at least a second, at most the maximum.
+fn temp_key_lifetime(asked: i32) -> i32 {
+    asked.clamp(1, MAX_TEMP_KEY_LIFETIME_SECS)
+}
+
 fn parse_pq_inner(r: &mut Reader<'_>) -> Result<PqInner, TlError> {
     let id = r.u32()?;
     if ![
@@ -171,7 +182,7 @@ fn parse_pq_inner(r: &mut Reader<'_>) -> Result<PqInner, TlError> {
         None
     };
     let expires_in = if id == P_Q_INNER_DATA_TEMP || id == P_Q_INNER_DATA_TEMP_DC {
-        Some(r.i32()?)
+        Some(temp_key_lifetime(r.i32()?))
     } else {
         None
     };
@@ -409,6 +420,21 @@ impl Handshake {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporary_keys_live_at_most_the_maximum() {
+        assert_eq!(temp_key_lifetime(86_400), 86_400);
+        assert_eq!(
+            temp_key_lifetime(MAX_TEMP_KEY_LIFETIME_SECS),
+            MAX_TEMP_KEY_LIFETIME_SECS
+        );
+        assert_eq!(
+            temp_key_lifetime(MAX_TEMP_KEY_LIFETIME_SECS + 1),
+            MAX_TEMP_KEY_LIFETIME_SECS
+        );
+        assert_eq!(temp_key_lifetime(i32::MAX), MAX_TEMP_KEY_LIFETIME_SECS);
+        assert_eq!(temp_key_lifetime(-5), 1);
+    }
     use crate::client::{old_encrypt, pq_inner, rsa_pad_encrypt};
 
     fn factor(pq: u64) -> (u32, u32) {
