@@ -223,6 +223,35 @@ async fn version_1_events_replay_through_difference_rebuild_and_export() {
     let (code, out, err) = ptslog(&s.db, &["events", "export", "--user", &user, "--raw"], &[]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(lines(&out).last().unwrap()["payload_version"], 9);
+
+    // A row serde_json cannot read at all (jsonb nested past its recursion limit): the export
+    // refuses it by position, and --raw exports it as an undecodable record (no payload), as the
+    // relay publishes it, instead of failing the whole export.
+    let deep = format!("{}1{}", "{\"x\":".repeat(200), "}".repeat(200));
+    sqlx::query(
+        "WITH s AS (UPDATE user_sequences SET pts = pts + 1 WHERE user_id = $1 RETURNING pts) \
+         INSERT INTO user_update_events (user_id, pts, pts_count, kind, payload_version, payload) \
+         SELECT $1, s.pts, 1, 'new_message', 1, $2::jsonb FROM s",
+    )
+    .bind(alice.user_id)
+    .bind(&deep)
+    .execute(&s.pool)
+    .await
+    .unwrap();
+    let (code, _, err) = ptslog(&s.db, &["events", "export", "--user", &user], &[]);
+    assert_eq!(code, 2, "{err}");
+    let (code, out, err) = ptslog(&s.db, &["events", "export", "--user", &user, "--raw"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let exported = lines(&out);
+    let last = exported.last().unwrap();
+    assert_eq!(last["kind"], "new_message");
+    assert!(last["payload"].is_null(), "{last}");
+    assert!(
+        last["undecodable"]
+            .as_str()
+            .is_some_and(|r| r.contains("recursion")),
+        "{last}"
+    );
     s.stop().await;
 }
 

@@ -91,6 +91,9 @@ impl LogRecord {
     /// The same record with its payload in today's shape: an older payload version is upcast
     /// (docs/events.md, Versioning), today's is read and written again unchanged.
     pub fn upcast(self) -> Result<LogRecord, RecordError> {
+        if let Some(reason) = &self.undecodable {
+            return Err(RecordError::Undecodable(reason.clone()));
+        }
         let event = UserEvent::decode(&self.kind, self.payload_version, self.payload)?;
         Ok(LogRecord {
             payload_version: event.version(),

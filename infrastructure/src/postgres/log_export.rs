@@ -171,6 +171,16 @@ impl LogExport {
 
 fn record(row: &PgRow) -> Result<LogRecord, sqlx::Error> {
     let committed_at: DateTime<Utc> = row.try_get("committed_at")?;
+    // A payload that cannot be read (valid jsonb nested past serde_json's recursion limit,
+    // written behind the application's back) is exported as the relay publishes it: an
+    // undecodable record without its payload (docs/events.md), so the export goes on.
+    let (payload, undecodable) = match row.try_get("payload") {
+        Ok(payload) => (payload, None),
+        Err(sqlx::Error::ColumnDecode { source, .. }) => {
+            (serde_json::Value::Null, Some(format!("payload: {source}")))
+        }
+        Err(e) => return Err(e),
+    };
     Ok(LogRecord {
         v: RECORD_VERSION,
         user_id: row.try_get("user_id")?,
@@ -178,11 +188,11 @@ fn record(row: &PgRow) -> Result<LogRecord, sqlx::Error> {
         pts_count: row.try_get("pts_count")?,
         kind: row.try_get("kind")?,
         payload_version: row.try_get("payload_version")?,
-        payload: row.try_get("payload")?,
+        payload,
         auth_key_id: row.try_get("auth_key_id")?,
         session_id: row.try_get("session_id")?,
         committed_at: LogRecord::format_time(committed_at),
-        undecodable: None,
+        undecodable,
     })
 }
 
