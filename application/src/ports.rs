@@ -207,15 +207,9 @@ pub trait Store: Send + Sync {
     async fn pts(&self, owner: UserId) -> Result<Pts, StoreError>;
     /// Total unread incoming messages over all dialogs.
     async fn unread_total(&self, owner: UserId) -> Result<i64, StoreError>;
-    /// Events with pts greater than `after`, in pts order, at most `limit`.
-    async fn events_after(
-        &self,
-        owner: UserId,
-        after: Pts,
-        limit: i64,
-    ) -> Result<Vec<StoredEvent>, StoreError>;
-    /// Like [`Store::events_after`], but a row that cannot be decoded is answered as
-    /// [`LogEntry::Undecodable`] instead of failing the whole read (getDifference skips it).
+    /// The log entries with pts greater than `after`, in pts order, at most `limit`; a row that
+    /// cannot be decoded is answered as [`LogEntry::Undecodable`] instead of failing the whole
+    /// read (getDifference skips it).
     async fn log_after(
         &self,
         owner: UserId,

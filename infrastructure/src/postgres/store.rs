@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use application::ports::{
-    BlockRecord, DialogCursor, DialogRecord, LogEntry, SearchFilter, Store, StoreError,
-    StoredEvent, UserRecord, WriteTx,
+    BlockRecord, DialogCursor, DialogRecord, LogEntry, SearchFilter, Store, StoreError, UserRecord,
+    WriteTx,
 };
 use async_trait::async_trait;
 use domain::history_window::HistoryWindow;
@@ -16,8 +16,8 @@ use sqlx::PgPool;
 use crate::error::db_error;
 use crate::postgres::queries::{like_contains, messages_by_ids};
 use crate::postgres::rows::{
-    self, dialog, log_entry, owner_message, stored_event, user, BOX_COLUMNS, DIALOG_COLUMNS,
-    EVENT_COLUMNS, LOG_COLUMNS, USER_COLUMNS,
+    self, dialog, log_entry, owner_message, user, BOX_COLUMNS, DIALOG_COLUMNS, LOG_COLUMNS,
+    USER_COLUMNS,
 };
 use crate::postgres::write_tx::PgWriteTx;
 
@@ -386,24 +386,6 @@ impl Store for PgStore {
     }
 
     // The log's primary key (user_id, pts).
-    async fn events_after(
-        &self,
-        owner: UserId,
-        after: Pts,
-        limit: i64,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {EVENT_COLUMNS} FROM user_update_events WHERE user_id = $1 AND pts > $2 ORDER BY pts LIMIT $3"
-        ))
-        .bind(owner.get())
-        .bind(after.get())
-        .bind(limit.max(0))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error)?;
-        rows.iter().map(stored_event).collect()
-    }
-
     async fn log_after(
         &self,
         owner: UserId,
