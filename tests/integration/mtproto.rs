@@ -155,6 +155,25 @@ struct Setup {
 }
 
 impl Setup {
+    /// A fresh database, free ports and a data folder named for `label`, with the ptslog binary
+    /// (built if needed): what every test that starts its own `ptslog serve` needs.
+    async fn fresh(label: &str) -> Setup {
+        let bin = tokio::task::spawn_blocking(ptslog_binary)
+            .await
+            .expect("build thread")
+            .expect("the ptslog binary");
+        let db = fresh_database().await.expect("fresh database");
+        let suffix = db.trim_start_matches("ptslog_t_").to_string();
+        Setup {
+            bin,
+            data_dir: std::env::temp_dir().join(format!("ptslog-{label}-{suffix}")),
+            slot: format!("relay_{suffix}"),
+            db,
+            http_port: free_port(),
+            mt_port: free_low_port(),
+        }
+    }
+
     fn spawn(&self) -> Server {
         Server(
             Command::new(&self.bin)
@@ -373,20 +392,7 @@ async fn telethon_kurigram_and_gramjs_sign_in_and_chat() {
         .await
         .expect("installer thread")
         .unwrap_or_else(|e| panic!("Telethon from PyPI is needed for this test: {e}"));
-    let bin = tokio::task::spawn_blocking(ptslog_binary)
-        .await
-        .expect("build thread")
-        .expect("the ptslog binary");
-    let db = fresh_database().await.expect("fresh database");
-    let suffix = db.trim_start_matches("ptslog_t_").to_string();
-    let setup = Setup {
-        bin,
-        data_dir: std::env::temp_dir().join(format!("ptslog-mtproto-{suffix}")),
-        slot: format!("relay_{suffix}"),
-        db,
-        http_port: free_port(),
-        mt_port: free_low_port(),
-    };
+    let setup = Setup::fresh("mtproto").await;
     let mut server = setup.spawn();
     let key = setup.wait_ready(&mut server).await;
     assert!(key["pem"]
@@ -560,20 +566,7 @@ async fn telethon_two_step_verification() {
         .await
         .expect("installer thread")
         .unwrap_or_else(|e| panic!("Telethon from PyPI is needed for this test: {e}"));
-    let bin = tokio::task::spawn_blocking(ptslog_binary)
-        .await
-        .expect("build thread")
-        .expect("the ptslog binary");
-    let db = fresh_database().await.expect("fresh database");
-    let suffix = db.trim_start_matches("ptslog_t_").to_string();
-    let setup = Setup {
-        bin,
-        data_dir: std::env::temp_dir().join(format!("ptslog-2fa-{suffix}")),
-        slot: format!("relay_{suffix}"),
-        db,
-        http_port: free_port(),
-        mt_port: free_low_port(),
-    };
+    let setup = Setup::fresh("2fa").await;
     let mut server = setup.spawn();
     // Only the MTProto key is needed (no live updates): serving is enough.
     let http = reqwest::Client::new();

@@ -13,9 +13,7 @@ use mtproto::transport::Kind;
 use serde_json::{json, Value};
 
 use super::raw::{Conn, Session};
-use super::{free_low_port, free_port, Setup};
-use crate::two_processes::ptslog_binary;
-use ptslog_tests::fresh_database;
+use super::Setup;
 
 const LAYER: i32 = 152;
 
@@ -29,20 +27,7 @@ fn init(query: Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn layer_152_calls_and_answers_as_tdesktop_4_6_5_makes_them() {
-    let bin = tokio::task::spawn_blocking(ptslog_binary)
-        .await
-        .expect("build thread")
-        .expect("the ptslog binary");
-    let db = fresh_database().await.expect("fresh database");
-    let suffix = db.trim_start_matches("ptslog_t_").to_string();
-    let setup = Setup {
-        bin,
-        data_dir: std::env::temp_dir().join(format!("ptslog-mtproto152-{suffix}")),
-        slot: format!("relay_{suffix}"),
-        db,
-        http_port: free_port(),
-        mt_port: free_low_port(),
-    };
+    let setup = Setup::fresh("mtproto152").await;
     let mut server = setup.spawn();
     let key_info = setup.wait_ready(&mut server).await;
     let key = PublicKey::new(

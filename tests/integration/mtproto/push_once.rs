@@ -11,7 +11,7 @@ use mtproto::tl::{decode_object, Reader, Schema, Writer};
 use mtproto::transport::Kind;
 use serde_json::{json, Value};
 
-use super::super::{free_low_port, free_port, fresh_database, ptslog_binary, Setup};
+use super::super::Setup;
 use super::{init, Conn, Session, UPDATES};
 
 /// A constructor id no layer has.
@@ -76,20 +76,7 @@ async fn next_push(s: &mut Session) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_push_per_auth_key_and_unknown_calls_are_counted() {
-    let bin = tokio::task::spawn_blocking(ptslog_binary)
-        .await
-        .expect("build thread")
-        .expect("the ptslog binary");
-    let db = fresh_database().await.expect("fresh database");
-    let suffix = db.trim_start_matches("ptslog_t_").to_string();
-    let setup = Setup {
-        bin,
-        data_dir: std::env::temp_dir().join(format!("ptslog-mtproto-{suffix}")),
-        slot: format!("relay_{suffix}"),
-        db,
-        http_port: free_port(),
-        mt_port: free_low_port(),
-    };
+    let setup = Setup::fresh("mtproto").await;
     let mut server = setup.spawn();
     let key_info = setup.wait_ready(&mut server).await;
     let key = PublicKey::new(

@@ -18,10 +18,8 @@ use mtproto::tl::{encode_object, Reader, Schema, Writer, BOOL_TRUE, GZIP_PACKED,
 use mtproto::transport::Kind;
 use serde_json::{json, Value};
 
-use super::super::{free_low_port, free_port, Setup};
+use super::super::Setup;
 use super::{init, now_ms, Conn, Session};
-use crate::two_processes::ptslog_binary;
-use ptslog_tests::fresh_database;
 
 /// The server may grow by this much over its idle peak while it is bombed (issue 11).
 const RSS_SLACK_KB: u64 = 50 * 1024;
@@ -203,20 +201,7 @@ async fn served(port: u16, key: &PublicKey) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pre_sign_in_bombs_leave_peak_rss_flat_and_others_served() {
-    let bin = tokio::task::spawn_blocking(ptslog_binary)
-        .await
-        .expect("build thread")
-        .expect("the ptslog binary");
-    let db = fresh_database().await.expect("fresh database");
-    let suffix = db.trim_start_matches("ptslog_t_").to_string();
-    let setup = Setup {
-        bin,
-        data_dir: std::env::temp_dir().join(format!("ptslog-bombs-{suffix}")),
-        slot: format!("relay_{suffix}"),
-        db,
-        http_port: free_port(),
-        mt_port: free_low_port(),
-    };
+    let setup = Setup::fresh("bombs").await;
     // Relay off: only the MTProto front is under test.
     let (mut server, http_port, port) = setup.spawn_production().await;
     let info: Value = reqwest::get(format!(
