@@ -189,6 +189,24 @@ impl<C: DeviceChannel> Hub<C> {
         }
     }
 
+    /// The device (authorization) `auth_key_id` was logged out: forgets every connection of it
+    /// here, dropping their senders, which makes each connection close (its receiver ends).
+    /// Answers how many there were.
+    pub fn end_device(&self, user_id: UserId, auth_key_id: AuthKeyId) -> usize {
+        let mut map = self.lock();
+        let Some(list) = map.get_mut(&user_id) else {
+            return 0;
+        };
+        let before = list.len();
+        list.retain(|d| d.auth_key_id != auth_key_id);
+        let ended = before - list.len();
+        self.online.fetch_sub(ended, Ordering::Relaxed);
+        if list.is_empty() {
+            map.remove(&user_id);
+        }
+        ended
+    }
+
     /// Whether any device of the account is online here (records of other accounts are not
     /// worth rendering).
     pub fn has_devices(&self, user_id: UserId) -> bool {
@@ -369,6 +387,23 @@ mod tests {
         deliver(&hub, 1, 2, 21);
         assert_eq!((a1.pts(), a2.pts()), (vec![2], vec![2]));
         assert_eq!(hub.devices_online(), 3);
+    }
+
+    #[test]
+    fn an_ended_device_loses_every_connection_and_only_it() {
+        let hub = Hub::new();
+        let (ws, c1, c2, other) = (Queue::new(8), Queue::new(8), Queue::new(8), Queue::new(8));
+        hub.register(user(1), AuthKeyId(11), ws.clone());
+        hub.register_connection(user(1), AuthKeyId(11), c1.clone());
+        hub.register_connection(user(1), AuthKeyId(11), c2.clone());
+        hub.register(user(1), AuthKeyId(12), other.clone());
+        assert_eq!(hub.end_device(user(1), AuthKeyId(11)), 3);
+        assert_eq!(hub.end_device(user(2), AuthKeyId(11)), 0);
+        assert_eq!(hub.devices_online(), 1);
+        deliver(&hub, 1, 1, 0);
+        assert_eq!((ws.pts(), c1.pts(), other.pts()), (vec![], vec![], vec![1]));
+        hub.end_device(user(1), AuthKeyId(12));
+        assert!(!hub.has_devices(user(1)));
     }
 
     #[test]

@@ -77,6 +77,10 @@ pub const METHODS: &[&str] = &[
     "account.getNotifySettings",
     "account.getPassword",
     "account.updatePasswordSettings",
+    "account.getAuthorizations",
+    "account.resetAuthorization",
+    "auth.resetAuthorizations",
+    "auth.logOut",
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
@@ -246,6 +250,25 @@ pub(crate) async fn dispatch(
                 .await
                 .map_err(two_step_failure)?,
         )),
+        "account.getAuthorizations" => {
+            parse::<serde_json::Map<String, Value>>(body)?;
+            super::sessions::get_authorizations(app, c).await
+        }
+        "account.resetAuthorization" => {
+            let req = parse::<super::sessions::ResetAuthorization>(body)?;
+            app.reset_authorization(c, req.hash).await?;
+            Ok(bool_value(true))
+        }
+        "auth.resetAuthorizations" => {
+            parse::<serde_json::Map<String, Value>>(body)?;
+            app.reset_authorizations(c).await?;
+            Ok(bool_value(true))
+        }
+        "auth.logOut" => {
+            parse::<serde_json::Map<String, Value>>(body)?;
+            app.log_out(c).await?;
+            Ok(json!({"_": "auth.loggedOut"}))
+        }
         other => Err(RpcFailure(RpcError::method_invalid(other))),
     }
 }

@@ -24,6 +24,8 @@ use super::Setup;
 mod bombs;
 #[path = "push_once.rs"]
 mod push_once;
+#[path = "sessions.rs"]
+mod sessions;
 mod sign_in_codes;
 
 pub(super) const WAIT: Duration = Duration::from_secs(30);
