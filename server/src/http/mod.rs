@@ -52,6 +52,10 @@ pub fn router(state: HttpState) -> Router {
         .route("/v1/auth/signIn", post(login::sign_in))
         .route("/v1/auth/signUp", post(login::sign_up))
         .route("/v1/auth/logout", post(sessions::logout))
+        .route(
+            "/v1/auth/resetAuthorizations",
+            post(sessions::reset_authorizations),
+        )
         .route("/v1/rpc/{method}", post(rpc::rpc))
         .route("/v1/updates", get(updates::updates))
         .route("/v1/mtproto/public-key", get(mtproto_public_key))

@@ -79,8 +79,6 @@ pub const METHODS: &[&str] = &[
     "account.updatePasswordSettings",
     "account.getAuthorizations",
     "account.resetAuthorization",
-    "auth.resetAuthorizations",
-    "auth.logOut",
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
@@ -258,16 +256,6 @@ pub(crate) async fn dispatch(
             let req = parse::<super::sessions::ResetAuthorization>(body)?;
             app.reset_authorization(c, req.hash).await?;
             Ok(bool_value(true))
-        }
-        "auth.resetAuthorizations" => {
-            parse::<serde_json::Map<String, Value>>(body)?;
-            app.reset_authorizations(c).await?;
-            Ok(bool_value(true))
-        }
-        "auth.logOut" => {
-            parse::<serde_json::Map<String, Value>>(body)?;
-            app.log_out(c).await?;
-            Ok(json!({"_": "auth.loggedOut"}))
         }
         other => Err(RpcFailure(RpcError::method_invalid(other))),
     }

@@ -1,6 +1,8 @@
 //! The account's devices over JSON (and, through the dispatch table, MTProto):
-//! `account.getAuthorizations`, `account.resetAuthorization`, `auth.resetAuthorizations`,
-//! `auth.logOut`, and `POST /v1/auth/logout` (docs/security.md, "Sessions and devices").
+//! `account.getAuthorizations`, `account.resetAuthorization`; and the JSON API's
+//! `POST /v1/auth/logout` (`auth.logOut`) and `POST /v1/auth/resetAuthorizations`, which are not
+//! in the RPC table: they end devices, which its every-method tests must not do by accident
+//! (docs/security.md, "Sessions and devices").
 
 use application::devices::{Authorization, TOKEN_LIFETIME_DAYS};
 use application::{App, Caller};
@@ -63,4 +65,14 @@ pub async fn logout(
     let c = caller(&state.app, &headers).await?;
     state.app.log_out(&c).await?;
     Ok(Json(json!({"_": "auth.loggedOut"})))
+}
+
+/// `POST /v1/auth/resetAuthorizations`: ends every other device of the token's account.
+pub async fn reset_authorizations(
+    State(state): State<HttpState>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, RpcFailure> {
+    let c = caller(&state.app, &headers).await?;
+    state.app.reset_authorizations(&c).await?;
+    Ok(Json(json!({"_": "boolTrue"})))
 }

@@ -11,6 +11,7 @@ use mtproto::client::RsaEncoding;
 use mtproto::crypto::PublicKey;
 use mtproto::transport::Kind;
 use serde_json::{json, Value};
+use sqlx::Connection;
 
 use super::super::{free_low_port, free_port, fresh_database, ptslog_binary, Setup};
 use super::{init, Conn, Session, WAIT};
@@ -277,10 +278,16 @@ async fn devices_are_listed_and_logged_out_everywhere() {
         .await;
     assert_eq!(e, Err((401, "AUTH_KEY_UNREGISTERED".to_string())));
 
-    // auth.resetAuthorizations: every other device ends, the caller's stays.
+    // POST /v1/auth/resetAuthorizations: every other device ends, the caller's stays.
     let j4 = Json::login(&a, phone).await;
-    let (status, _) = j3.rpc(&a, "auth.resetAuthorizations", json!({})).await;
-    assert_eq!(status, 200);
+    let r = j3
+        .http
+        .post(format!("{b}/v1/auth/resetAuthorizations"))
+        .bearer_auth(&j3.token)
+        .send()
+        .await
+        .expect("resetAuthorizations");
+    assert_eq!(r.status(), 200);
     assert_eq!(j4.rpc(&a, "updates.getState", json!({})).await.0, 401);
     let (status, list) = j3.rpc(&a, "account.getAuthorizations", json!({})).await;
     assert_eq!(status, 200);
@@ -289,4 +296,52 @@ async fn devices_are_listed_and_logged_out_everywhere() {
         1,
         "{list}"
     );
+
+    // Over MTProto, on the signed-out key: sign in again, auth.resetAuthorizations ends j3,
+    // auth.logOut ends this device (the connection stays, signed out).
+    let sent = again
+        .call(init(
+            json!({"_": "auth.sendCode", "phone_number": phone, "api_id": 1,
+            "api_hash": "x", "settings": {"_": "codeSettings"}}),
+        ))
+        .await
+        .expect("sentCode");
+    let signed = again
+        .call(json!({"_": "auth.signIn", "phone_number": phone,
+            "phone_code_hash": sent["phone_code_hash"], "phone_code": "12345"}))
+        .await
+        .expect("signIn");
+    assert_eq!(signed["_"], "auth.authorization");
+    let ok = again
+        .call(json!({"_": "auth.resetAuthorizations"}))
+        .await
+        .expect("resetAuthorizations");
+    assert_eq!(ok, json!(true));
+    assert_eq!(j3.rpc(&a, "updates.getState", json!({})).await.0, 401);
+    let list = again
+        .call(json!({"_": "account.getAuthorizations"}))
+        .await
+        .expect("authorizations");
+    assert_eq!(
+        list["authorizations"].as_array().unwrap().len(),
+        1,
+        "{list}"
+    );
+    let out = again
+        .call(json!({"_": "auth.logOut"}))
+        .await
+        .expect("logOut");
+    assert_eq!(out["_"], "auth.loggedOut");
+    let e = again
+        .call_coded(json!({"_": "account.getAuthorizations"}))
+        .await;
+    assert_eq!(e, Err((401, "AUTH_KEY_UNREGISTERED".to_string())));
+    let mut db = sqlx::PgConnection::connect(&ptslog_tests::database_url(&setup.db))
+        .await
+        .expect("database");
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM authorizations")
+        .fetch_one(&mut db)
+        .await
+        .expect("count");
+    assert_eq!(left, 0, "every device of the account ended");
 }
