@@ -94,6 +94,9 @@ struct Device<C> {
     auth_key_id: AuthKeyId,
     /// An MTProto connection: shares its auth key's pushes with the key's other connections.
     shared: bool,
+    /// A connection that said `invokeWithoutUpdates`: never pushed to, registered only so that
+    /// [`Hub::end_device`] closes it too.
+    silent: bool,
     /// When the client last made a call on it (a hub-wide counter): the newest shared connection
     /// of a key gets the key's pushes.
     stamp: u64,
@@ -132,7 +135,13 @@ impl<C: DeviceChannel> Hub<C> {
 
     /// A device came online. It gets records delivered from now on.
     pub fn register(&self, user_id: UserId, auth_key_id: AuthKeyId, channel: C) -> DeviceId {
-        self.add(user_id, auth_key_id, false, channel)
+        self.add(user_id, auth_key_id, false, false, channel)
+    }
+
+    /// An MTProto connection that gets no pushes (`invokeWithoutUpdates`): nothing is delivered
+    /// to it, but ending its device drops its sender like any other's.
+    pub fn register_silent(&self, user_id: UserId, auth_key_id: AuthKeyId, channel: C) -> DeviceId {
+        self.add(user_id, auth_key_id, false, true, channel)
     }
 
     /// An MTProto connection signed in: it gets records delivered from now on, unless another
@@ -144,7 +153,7 @@ impl<C: DeviceChannel> Hub<C> {
         auth_key_id: AuthKeyId,
         channel: C,
     ) -> DeviceId {
-        self.add(user_id, auth_key_id, true, channel)
+        self.add(user_id, auth_key_id, true, false, channel)
     }
 
     /// The client made a call on this connection: its auth key's pushes go here from now on.
@@ -159,7 +168,14 @@ impl<C: DeviceChannel> Hub<C> {
         }
     }
 
-    fn add(&self, user_id: UserId, auth_key_id: AuthKeyId, shared: bool, channel: C) -> DeviceId {
+    fn add(
+        &self,
+        user_id: UserId,
+        auth_key_id: AuthKeyId,
+        shared: bool,
+        silent: bool,
+        channel: C,
+    ) -> DeviceId {
         // Ids and stamps share one counter: a new registration is newer than every earlier call.
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         let id = DeviceId(n);
@@ -167,6 +183,7 @@ impl<C: DeviceChannel> Hub<C> {
             id,
             auth_key_id,
             shared,
+            silent,
             stamp: n,
             last_pts: 0,
             overflowed: false,
@@ -234,6 +251,9 @@ impl<C: DeviceChannel> Hub<C> {
             }
         }
         list.retain_mut(|device| {
+            if device.silent {
+                return true;
+            }
             if delivery.pts <= device.last_pts {
                 report.duplicates += 1;
                 return true;
@@ -397,11 +417,21 @@ mod tests {
         hub.register_connection(user(1), AuthKeyId(11), c1.clone());
         hub.register_connection(user(1), AuthKeyId(11), c2.clone());
         hub.register(user(1), AuthKeyId(12), other.clone());
-        assert_eq!(hub.end_device(user(1), AuthKeyId(11)), 3);
+        let silent = Queue::new(8);
+        hub.register_silent(user(1), AuthKeyId(11), silent.clone());
+        deliver(&hub, 1, 1, 0);
+        assert_eq!(
+            silent.pts(),
+            Vec::<i32>::new(),
+            "a silent connection gets no pushes"
+        );
+        let (_, _) = (ws.take(), c1.take());
+        other.take();
+        assert_eq!(hub.end_device(user(1), AuthKeyId(11)), 4);
         assert_eq!(hub.end_device(user(2), AuthKeyId(11)), 0);
         assert_eq!(hub.devices_online(), 1);
-        deliver(&hub, 1, 1, 0);
-        assert_eq!((ws.pts(), c1.pts(), other.pts()), (vec![], vec![], vec![1]));
+        deliver(&hub, 1, 2, 0);
+        assert_eq!((ws.pts(), c1.pts(), other.pts()), (vec![], vec![], vec![2]));
         hub.end_device(user(1), AuthKeyId(12));
         assert!(!hub.has_devices(user(1)));
     }

@@ -119,6 +119,7 @@ impl Conn {
         self.sign_out();
         self.caller = Some(caller);
         if self.no_updates {
+            self.register_silent(caller);
             return;
         }
         let (tx, rx) = mpsc::channel(self.front.gateway.push_buffer + RESERVED_SLOTS);
@@ -149,7 +150,23 @@ impl Conn {
                 self.front.gateway.hub.unregister(user, id);
             }
             self.push_rx = None;
+            if let Some(caller) = self.caller {
+                self.register_silent(caller);
+            }
         }
+    }
+
+    /// Registers this connection for no pushes, only so that logging its device out closes it
+    /// (the receiver ends when the hub drops the sender).
+    fn register_silent(&mut self, caller: Caller) {
+        let (tx, rx) = mpsc::channel(1);
+        let id = self.front.gateway.hub.register_silent(
+            caller.user_id,
+            caller.auth_key_id,
+            DeviceSender(tx),
+        );
+        self.device = Some((caller.user_id, id));
+        self.push_rx = Some(rx);
     }
 
     pub fn sign_out(&mut self) {

@@ -259,6 +259,19 @@ async fn devices_are_listed_and_logged_out_everywhere() {
     assert_eq!(status, 401);
     closes(&mut j1_ws).await;
 
+    // A second connection of the MTProto device that asked for no pushes (as clients do for
+    // media): it is closed too.
+    let mut quiet = Session::new(
+        Conn::open(setup.mt_port, Kind::Intermediate, false).await,
+        perm.clone(),
+        salt,
+    );
+    let state = quiet
+        .call(json!({"_": "invokeWithoutUpdates", "query": {"_": "updates.getState"}}))
+        .await
+        .expect("getState without updates");
+    assert_eq!(state["_"], "updates.state");
+
     // A JSON device on the second process ends the MTProto device: its connection (on the first
     // process) closes, and its key is no longer signed in.
     let j3 = Json::login(&a, phone).await;
@@ -268,6 +281,11 @@ async fn devices_are_listed_and_logged_out_everywhere() {
     assert_eq!(status, 200, "{r}");
     let closed = tokio::time::timeout(WAIT, async { while m.next().await.is_some() {} }).await;
     assert!(closed.is_ok(), "the MTProto connection was not closed");
+    let closed = tokio::time::timeout(WAIT, async { while quiet.next().await.is_some() {} }).await;
+    assert!(
+        closed.is_ok(),
+        "the connection without updates was not closed"
+    );
     let mut again = Session::new(
         Conn::open(setup.mt_port, Kind::Intermediate, false).await,
         perm,
