@@ -224,6 +224,39 @@ impl<C: DeviceChannel> Hub<C> {
         ended
     }
 
+    /// Offers a frame outside the account's pts sequence (an update without pts that no event
+    /// carries, e.g. `updateNewAuthorization`) to the account's devices but `except`: the current
+    /// connection of each auth key, never a silent one, never one past `updatesTooLong`, and only
+    /// while its buffer has room (such an update is informative: a full buffer drops it, no
+    /// `updatesTooLong`). Answers how many got it.
+    pub fn deliver_unsequenced(&self, user_id: UserId, except: AuthKeyId, frame: &Frame) -> usize {
+        let map = self.lock();
+        let Some(list) = map.get(&user_id) else {
+            return 0;
+        };
+        let newest = |key: AuthKeyId| {
+            list.iter()
+                .filter(|d| d.shared && d.auth_key_id == key)
+                .map(|d| d.stamp)
+                .max()
+        };
+        let mut pushed = 0;
+        for d in list {
+            if d.silent || d.overflowed || d.auth_key_id == except {
+                continue;
+            }
+            if d.shared && newest(d.auth_key_id) != Some(d.stamp) {
+                continue;
+            }
+            if d.channel.free_slots() > RESERVED_SLOTS
+                && d.channel.try_push(Outgoing::Frame(frame.clone())).is_ok()
+            {
+                pushed += 1;
+            }
+        }
+        pushed
+    }
+
     /// Whether any device of the account is online here (records of other accounts are not
     /// worth rendering).
     pub fn has_devices(&self, user_id: UserId) -> bool {
@@ -434,6 +467,41 @@ mod tests {
         assert_eq!((ws.pts(), c1.pts(), other.pts()), (vec![], vec![], vec![2]));
         hub.end_device(user(1), AuthKeyId(12));
         assert!(!hub.has_devices(user(1)));
+    }
+
+    #[test]
+    fn unsequenced_frames_skip_the_new_device_silent_and_standby_connections() {
+        let hub = Hub::new();
+        let (new, old, standby, current, silent) = (
+            Queue::new(8),
+            Queue::new(8),
+            Queue::new(8),
+            Queue::new(8),
+            Queue::new(8),
+        );
+        hub.register(user(1), AuthKeyId(11), new.clone());
+        hub.register(user(1), AuthKeyId(12), old.clone());
+        hub.register_connection(user(1), AuthKeyId(13), standby.clone());
+        hub.register_connection(user(1), AuthKeyId(13), current.clone());
+        hub.register_silent(user(1), AuthKeyId(13), silent.clone());
+        assert_eq!(
+            hub.deliver_unsequenced(user(1), AuthKeyId(11), &frame(0)),
+            2
+        );
+        assert_eq!(
+            (
+                new.pts(),
+                old.pts(),
+                standby.pts(),
+                current.pts(),
+                silent.pts()
+            ),
+            (vec![], vec![0], vec![], vec![0], vec![])
+        );
+        // Full buffers (one slot is kept for updatesTooLong) drop it.
+        let full = Queue::new(1);
+        hub.register(user(2), AuthKeyId(21), full.clone());
+        assert_eq!(hub.deliver_unsequenced(user(2), AuthKeyId(0), &frame(0)), 0);
     }
 
     #[test]

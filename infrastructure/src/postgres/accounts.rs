@@ -17,6 +17,11 @@ use crate::postgres::rows::{self, user, USER_COLUMNS};
 /// listens and closes the device's live connections (docs/security.md, "Sessions and devices").
 pub const AUTHORIZATION_ENDED_CHANNEL: &str = "ptslog_authorization_ended";
 
+/// The Postgres notification channel of new devices: the payload is `<user_id>:<device id>`,
+/// sent in the sign-in's transaction; every instance's gateway pushes `updateNewAuthorization`
+/// to the account's other devices.
+pub const AUTHORIZATION_NEW_CHANNEL: &str = "ptslog_authorization_new";
+
 /// Tokens are 32 random bytes, handed out as 64 hex characters.
 const TOKEN_BYTES: usize = 32;
 
@@ -89,14 +94,15 @@ impl Accounts for PgAccounts {
         let token = hex::encode(bytes);
         // A random 64-bit id colliding is astronomically unlikely; a few tries make it impossible
         // in practice without a unique-violation error path.
-        let mut inserted = false;
+        let mut inserted = None;
         for _ in 0..4 {
+            let id = random_auth_key_id();
             let done = sqlx::query(
                 "INSERT INTO authorizations (auth_key_id, user_id, token_hash, expires_at) \
                  VALUES ($1, $2, $3, now() + make_interval(secs => $4)) \
                  ON CONFLICT (auth_key_id) DO NOTHING",
             )
-            .bind(random_auth_key_id())
+            .bind(id)
             .bind(account.id.get())
             .bind(token_hash(&token))
             .bind(TOKEN_LIFETIME.as_secs() as f64)
@@ -104,13 +110,19 @@ impl Accounts for PgAccounts {
             .await
             .map_err(db_error)?;
             if done.rows_affected() == 1 {
-                inserted = true;
+                inserted = Some(id);
                 break;
             }
         }
-        if !inserted {
+        let Some(device) = inserted else {
             return Err(StoreError::Bug("could not allocate an auth_key_id".into()));
-        }
+        };
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(AUTHORIZATION_NEW_CHANNEL)
+            .bind(format!("{}:{device}", account.id.get()))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         Ok((account, token))
     }

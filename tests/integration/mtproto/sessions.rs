@@ -14,7 +14,9 @@ use serde_json::{json, Value};
 use sqlx::Connection;
 
 use super::super::{free_low_port, free_port, fresh_database, ptslog_binary, Setup};
-use super::{init, Conn, Session, WAIT};
+use mtproto::tl::{decode_object, Reader, Schema};
+
+use super::{init, Conn, Session, UPDATES, WAIT};
 
 /// A JSON device: its token, on a server's base URL.
 struct Json {
@@ -80,6 +82,29 @@ async fn push_socket(
         .await
         .expect("WebSocket connects");
     ws
+}
+
+/// The next `updates` frame of a push socket; panics after `WAIT`.
+async fn next_updates<S, E>(ws: &mut S) -> Value
+where
+    S: futures::Stream<Item = Result<tokio_tungstenite::tungstenite::Message, E>> + Unpin,
+{
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match ws.next().await {
+                Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t))) => {
+                    let v: Value = serde_json::from_str(&t).expect("JSON frame");
+                    if v["_"] == "updates" {
+                        return v;
+                    }
+                }
+                Some(Ok(_)) => {}
+                other => panic!("the push socket ended: {other:?}", other = other.is_none()),
+            }
+        }
+    })
+    .await
+    .expect("a pushed frame in time")
 }
 
 /// Waits until the socket ends (close frame, error or end); panics after `WAIT`.
@@ -221,6 +246,29 @@ async fn devices_are_listed_and_logged_out_everywhere() {
     // refused at once on both, and the second process closes its socket.
     let mut j2_ws = push_socket(&b, &j2.token).await;
     let mut j1_ws = push_socket(&a, &j1.token).await;
+    // (5) A new sign-in on the first process: the account's other devices get
+    // updateNewAuthorization with its hash, on the second process's socket and over MTProto.
+    let j5 = Json::login(&a, phone).await;
+    let j5_hash = j5.hash(&a).await;
+    let pushed = next_updates(&mut j2_ws).await;
+    assert_eq!(
+        pushed["updates"][0],
+        json!({"_": "updateNewAuthorization", "hash": j5_hash}),
+        "{pushed}"
+    );
+    let over_mtproto = tokio::time::timeout(WAIT, async {
+        loop {
+            let body = m.next().await.expect("a push");
+            if body[..4] == UPDATES.to_le_bytes() {
+                return decode_object(Schema::api(), &mut Reader::new(&body)).expect("updates");
+            }
+        }
+    })
+    .await
+    .expect("updateNewAuthorization over MTProto in time");
+    assert_eq!(over_mtproto["updates"][0]["_"], "updateNewAuthorization");
+    assert_eq!(over_mtproto["updates"][0]["hash"], j5_hash);
+
     // Own device or unknown: HASH_INVALID, nothing ended.
     for bad in [m_hash, 12345] {
         let e = m
