@@ -7,6 +7,7 @@ pub mod app;
 pub mod caller;
 pub mod clock;
 pub mod commands;
+pub mod devices;
 pub mod error;
 pub mod fanout;
 pub mod login_codes;

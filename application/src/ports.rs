@@ -431,6 +431,25 @@ pub trait Accounts: Send + Sync {
     ) -> Result<(UserRecord, String), StoreError>;
     /// The caller a bearer token stands for.
     async fn authenticate(&self, token: &str) -> Result<Option<Caller>, StoreError>;
+    /// The account's live (unexpired) devices, oldest first.
+    async fn authorizations(
+        &self,
+        user: UserId,
+    ) -> Result<Vec<crate::devices::Authorization>, StoreError>;
+    /// Records what the device said about itself and marks it active now.
+    async fn record_device(
+        &self,
+        authorization: AuthKeyId,
+        device: &crate::devices::DeviceInfo,
+    ) -> Result<(), StoreError>;
+    /// Ends these devices of the account: their tokens stop working and their MTProto keys are
+    /// signed out in the same transaction, and every server instance is told (so each closes the
+    /// devices' live connections). Answers the devices ended.
+    async fn end_authorizations(
+        &self,
+        user: UserId,
+        ending: crate::devices::Ending,
+    ) -> Result<Vec<AuthKeyId>, StoreError>;
 }
 
 /// The per-user send-rate limit, shared by every instance.

@@ -142,6 +142,8 @@ pub struct Running {
     pub mtproto: Option<(SocketAddr, JoinHandle<()>)>,
     /// The MTProto front's counters (zero until it starts), shown by `/metrics`.
     pub mtproto_metrics: Arc<MtprotoMetrics>,
+    /// Closes the live connections of devices logged out on any instance.
+    pub device_endings: JoinHandle<()>,
 }
 
 impl Running {
@@ -192,6 +194,7 @@ impl Running {
         if let Some((_, task)) = self.mtproto.take() {
             task.abort();
         }
+        self.device_endings.abort();
         self.task.abort();
     }
 }
@@ -287,7 +290,12 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
             }
         }
     });
+    let device_endings = tokio::spawn(crate::gateway::device_endings::listen(
+        pool.clone(),
+        gateway.hub.clone(),
+    ));
     Ok(Running {
+        device_endings,
         addr,
         admin_addr,
         app,

@@ -25,6 +25,7 @@ mod random_mix;
 mod read;
 mod redis_tls;
 mod send;
+mod sessions;
 mod sign_in;
 mod two_processes;
 mod two_step;

@@ -18,5 +18,6 @@ pub mod pin_dialogs;
 pub mod read_history;
 pub mod read_message_contents;
 pub mod send_message;
+pub mod sessions;
 pub mod sign_in;
 pub mod two_step;

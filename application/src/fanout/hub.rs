@@ -94,6 +94,9 @@ struct Device<C> {
     auth_key_id: AuthKeyId,
     /// An MTProto connection: shares its auth key's pushes with the key's other connections.
     shared: bool,
+    /// A connection that said `invokeWithoutUpdates`: never pushed to, registered only so that
+    /// [`Hub::end_device`] closes it too.
+    silent: bool,
     /// When the client last made a call on it (a hub-wide counter): the newest shared connection
     /// of a key gets the key's pushes.
     stamp: u64,
@@ -132,7 +135,13 @@ impl<C: DeviceChannel> Hub<C> {
 
     /// A device came online. It gets records delivered from now on.
     pub fn register(&self, user_id: UserId, auth_key_id: AuthKeyId, channel: C) -> DeviceId {
-        self.add(user_id, auth_key_id, false, channel)
+        self.add(user_id, auth_key_id, false, false, channel)
+    }
+
+    /// An MTProto connection that gets no pushes (`invokeWithoutUpdates`): nothing is delivered
+    /// to it, but ending its device drops its sender like any other's.
+    pub fn register_silent(&self, user_id: UserId, auth_key_id: AuthKeyId, channel: C) -> DeviceId {
+        self.add(user_id, auth_key_id, false, true, channel)
     }
 
     /// An MTProto connection signed in: it gets records delivered from now on, unless another
@@ -144,7 +153,7 @@ impl<C: DeviceChannel> Hub<C> {
         auth_key_id: AuthKeyId,
         channel: C,
     ) -> DeviceId {
-        self.add(user_id, auth_key_id, true, channel)
+        self.add(user_id, auth_key_id, true, false, channel)
     }
 
     /// The client made a call on this connection: its auth key's pushes go here from now on.
@@ -159,7 +168,14 @@ impl<C: DeviceChannel> Hub<C> {
         }
     }
 
-    fn add(&self, user_id: UserId, auth_key_id: AuthKeyId, shared: bool, channel: C) -> DeviceId {
+    fn add(
+        &self,
+        user_id: UserId,
+        auth_key_id: AuthKeyId,
+        shared: bool,
+        silent: bool,
+        channel: C,
+    ) -> DeviceId {
         // Ids and stamps share one counter: a new registration is newer than every earlier call.
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         let id = DeviceId(n);
@@ -167,6 +183,7 @@ impl<C: DeviceChannel> Hub<C> {
             id,
             auth_key_id,
             shared,
+            silent,
             stamp: n,
             last_pts: 0,
             overflowed: false,
@@ -187,6 +204,57 @@ impl<C: DeviceChannel> Hub<C> {
                 map.remove(&user_id);
             }
         }
+    }
+
+    /// The device (authorization) `auth_key_id` was logged out: forgets every connection of it
+    /// here, dropping their senders, which makes each connection close (its receiver ends).
+    /// Answers how many there were.
+    pub fn end_device(&self, user_id: UserId, auth_key_id: AuthKeyId) -> usize {
+        let mut map = self.lock();
+        let Some(list) = map.get_mut(&user_id) else {
+            return 0;
+        };
+        let before = list.len();
+        list.retain(|d| d.auth_key_id != auth_key_id);
+        let ended = before - list.len();
+        self.online.fetch_sub(ended, Ordering::Relaxed);
+        if list.is_empty() {
+            map.remove(&user_id);
+        }
+        ended
+    }
+
+    /// Offers a frame outside the account's pts sequence (an update without pts that no event
+    /// carries, e.g. `updateNewAuthorization`) to the account's devices but `except`: the current
+    /// connection of each auth key, never a silent one, never one past `updatesTooLong`, and only
+    /// while its buffer has room (such an update is informative: a full buffer drops it, no
+    /// `updatesTooLong`). Answers how many got it.
+    pub fn deliver_unsequenced(&self, user_id: UserId, except: AuthKeyId, frame: &Frame) -> usize {
+        let map = self.lock();
+        let Some(list) = map.get(&user_id) else {
+            return 0;
+        };
+        let newest = |key: AuthKeyId| {
+            list.iter()
+                .filter(|d| d.shared && d.auth_key_id == key)
+                .map(|d| d.stamp)
+                .max()
+        };
+        let mut pushed = 0;
+        for d in list {
+            if d.silent || d.overflowed || d.auth_key_id == except {
+                continue;
+            }
+            if d.shared && newest(d.auth_key_id) != Some(d.stamp) {
+                continue;
+            }
+            if d.channel.free_slots() > RESERVED_SLOTS
+                && d.channel.try_push(Outgoing::Frame(frame.clone())).is_ok()
+            {
+                pushed += 1;
+            }
+        }
+        pushed
     }
 
     /// Whether any device of the account is online here (records of other accounts are not
@@ -216,6 +284,9 @@ impl<C: DeviceChannel> Hub<C> {
             }
         }
         list.retain_mut(|device| {
+            if device.silent {
+                return true;
+            }
             if delivery.pts <= device.last_pts {
                 report.duplicates += 1;
                 return true;
@@ -369,6 +440,68 @@ mod tests {
         deliver(&hub, 1, 2, 21);
         assert_eq!((a1.pts(), a2.pts()), (vec![2], vec![2]));
         assert_eq!(hub.devices_online(), 3);
+    }
+
+    #[test]
+    fn an_ended_device_loses_every_connection_and_only_it() {
+        let hub = Hub::new();
+        let (ws, c1, c2, other) = (Queue::new(8), Queue::new(8), Queue::new(8), Queue::new(8));
+        hub.register(user(1), AuthKeyId(11), ws.clone());
+        hub.register_connection(user(1), AuthKeyId(11), c1.clone());
+        hub.register_connection(user(1), AuthKeyId(11), c2.clone());
+        hub.register(user(1), AuthKeyId(12), other.clone());
+        let silent = Queue::new(8);
+        hub.register_silent(user(1), AuthKeyId(11), silent.clone());
+        deliver(&hub, 1, 1, 0);
+        assert_eq!(
+            silent.pts(),
+            Vec::<i32>::new(),
+            "a silent connection gets no pushes"
+        );
+        let (_, _) = (ws.take(), c1.take());
+        other.take();
+        assert_eq!(hub.end_device(user(1), AuthKeyId(11)), 4);
+        assert_eq!(hub.end_device(user(2), AuthKeyId(11)), 0);
+        assert_eq!(hub.devices_online(), 1);
+        deliver(&hub, 1, 2, 0);
+        assert_eq!((ws.pts(), c1.pts(), other.pts()), (vec![], vec![], vec![2]));
+        hub.end_device(user(1), AuthKeyId(12));
+        assert!(!hub.has_devices(user(1)));
+    }
+
+    #[test]
+    fn unsequenced_frames_skip_the_new_device_silent_and_standby_connections() {
+        let hub = Hub::new();
+        let (new, old, standby, current, silent) = (
+            Queue::new(8),
+            Queue::new(8),
+            Queue::new(8),
+            Queue::new(8),
+            Queue::new(8),
+        );
+        hub.register(user(1), AuthKeyId(11), new.clone());
+        hub.register(user(1), AuthKeyId(12), old.clone());
+        hub.register_connection(user(1), AuthKeyId(13), standby.clone());
+        hub.register_connection(user(1), AuthKeyId(13), current.clone());
+        hub.register_silent(user(1), AuthKeyId(13), silent.clone());
+        assert_eq!(
+            hub.deliver_unsequenced(user(1), AuthKeyId(11), &frame(0)),
+            2
+        );
+        assert_eq!(
+            (
+                new.pts(),
+                old.pts(),
+                standby.pts(),
+                current.pts(),
+                silent.pts()
+            ),
+            (vec![], vec![0], vec![], vec![0], vec![])
+        );
+        // Full buffers (one slot is kept for updatesTooLong) drop it.
+        let full = Queue::new(1);
+        hub.register(user(2), AuthKeyId(21), full.clone());
+        assert_eq!(hub.deliver_unsequenced(user(2), AuthKeyId(0), &frame(0)), 0);
     }
 
     #[test]

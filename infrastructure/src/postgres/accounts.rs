@@ -1,15 +1,26 @@
 //! [`Accounts`] over Postgres: accounts by phone, one authorization (device) per login.
 
 use application::caller::Caller;
+use application::devices::{Authorization, DeviceInfo, DeviceText, Ending, TOKEN_LIFETIME};
 use application::ports::{Accounts, StoreError, UserRecord};
 use async_trait::async_trait;
-use domain::{AuthKeyId, SessionId};
+use domain::{AuthKeyId, SessionId, UserId};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
 use crate::error::db_error;
 use crate::postgres::rows::{self, user, USER_COLUMNS};
+
+/// The Postgres notification channel of ended devices: the payload is `<user_id>:<device id>`,
+/// sent in the transaction that ends them (so only once it committed); every instance's gateway
+/// listens and closes the device's live connections (docs/security.md, "Sessions and devices").
+pub const AUTHORIZATION_ENDED_CHANNEL: &str = "ptslog_authorization_ended";
+
+/// The Postgres notification channel of new devices: the payload is `<user_id>:<device id>`,
+/// sent in the sign-in's transaction; every instance's gateway pushes `updateNewAuthorization`
+/// to the account's other devices.
+pub const AUTHORIZATION_NEW_CHANNEL: &str = "ptslog_authorization_new";
 
 /// Tokens are 32 random bytes, handed out as 64 hex characters.
 const TOKEN_BYTES: usize = 32;
@@ -83,37 +94,48 @@ impl Accounts for PgAccounts {
         let token = hex::encode(bytes);
         // A random 64-bit id colliding is astronomically unlikely; a few tries make it impossible
         // in practice without a unique-violation error path.
-        let mut inserted = false;
+        let mut inserted = None;
         for _ in 0..4 {
+            let id = random_auth_key_id();
             let done = sqlx::query(
-                "INSERT INTO authorizations (auth_key_id, user_id, token_hash) VALUES ($1, $2, $3) \
+                "INSERT INTO authorizations (auth_key_id, user_id, token_hash, expires_at) \
+                 VALUES ($1, $2, $3, now() + make_interval(secs => $4)) \
                  ON CONFLICT (auth_key_id) DO NOTHING",
             )
-            .bind(random_auth_key_id())
+            .bind(id)
             .bind(account.id.get())
             .bind(token_hash(&token))
+            .bind(TOKEN_LIFETIME.as_secs() as f64)
             .execute(&mut *tx)
             .await
             .map_err(db_error)?;
             if done.rows_affected() == 1 {
-                inserted = true;
+                inserted = Some(id);
                 break;
             }
         }
-        if !inserted {
+        let Some(device) = inserted else {
             return Err(StoreError::Bug("could not allocate an auth_key_id".into()));
-        }
+        };
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(AUTHORIZATION_NEW_CHANNEL)
+            .bind(format!("{}:{device}", account.id.get()))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         Ok((account, token))
     }
 
     async fn authenticate(&self, token: &str) -> Result<Option<Caller>, StoreError> {
-        let row: Option<(i64, i64)> =
-            sqlx::query_as("SELECT auth_key_id, user_id FROM authorizations WHERE token_hash = $1")
-                .bind(token_hash(token))
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_error)?;
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT auth_key_id, user_id FROM authorizations \
+                 WHERE token_hash = $1 AND expires_at > now()",
+        )
+        .bind(token_hash(token))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
         row.map(|(auth_key_id, user_id)| {
             Ok(Caller {
                 user_id: rows::user_id(user_id, "authorizations.user_id")?,
@@ -123,5 +145,111 @@ impl Accounts for PgAccounts {
             })
         })
         .transpose()
+    }
+
+    async fn authorizations(&self, user: UserId) -> Result<Vec<Authorization>, StoreError> {
+        type Row = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            String,
+            i32,
+            String,
+            i64,
+            i64,
+            i64,
+        );
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT auth_key_id, device_model, platform, system_version, app_version, lang_code, \
+                    api_id, ip, floor(extract(epoch FROM created_at))::bigint, \
+                    floor(extract(epoch FROM active_at))::bigint, \
+                    floor(extract(epoch FROM expires_at))::bigint \
+             FROM authorizations WHERE user_id = $1 AND expires_at > now() \
+             ORDER BY created_at, auth_key_id",
+        )
+        .bind(user.get())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Authorization {
+                id: AuthKeyId(r.0),
+                device: DeviceInfo {
+                    device_model: DeviceText::new(&r.1),
+                    platform: DeviceText::new(&r.2),
+                    system_version: DeviceText::new(&r.3),
+                    app_version: DeviceText::new(&r.4),
+                    lang_code: DeviceText::new(&r.5),
+                    api_id: r.6,
+                    ip: DeviceText::new(&r.7),
+                },
+                created_at: r.8,
+                active_at: r.9,
+                expires_at: r.10,
+            })
+            .collect())
+    }
+
+    async fn record_device(
+        &self,
+        authorization: AuthKeyId,
+        device: &DeviceInfo,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE authorizations SET device_model = $2, platform = $3, system_version = $4, \
+                    app_version = $5, lang_code = $6, api_id = $7, ip = $8, active_at = now() \
+             WHERE auth_key_id = $1",
+        )
+        .bind(authorization.0)
+        .bind(device.device_model.as_str())
+        .bind(device.platform.as_str())
+        .bind(device.system_version.as_str())
+        .bind(device.app_version.as_str())
+        .bind(device.lang_code.as_str())
+        .bind(device.api_id)
+        .bind(device.ip.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn end_authorizations(
+        &self,
+        user: UserId,
+        ending: Ending,
+    ) -> Result<Vec<AuthKeyId>, StoreError> {
+        let (id, all_but) = match ending {
+            Ending::One(id) => (id, false),
+            Ending::AllBut(id) => (id, true),
+        };
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        // Deleting the row refuses its token at once; the MTProto keys pointing at it are signed
+        // out by the foreign key (ON DELETE SET NULL, migration 0005).
+        let ended: Vec<i64> = sqlx::query_scalar(
+            "DELETE FROM authorizations WHERE user_id = $1 \
+               AND (CASE WHEN $3 THEN auth_key_id <> $2 ELSE auth_key_id = $2 END) \
+             RETURNING auth_key_id",
+        )
+        .bind(user.get())
+        .bind(id.0)
+        .bind(all_but)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        for device in &ended {
+            // Delivered to every listening instance when (and only if) this commits.
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(AUTHORIZATION_ENDED_CHANNEL)
+                .bind(format!("{}:{device}", user.get()))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(ended.into_iter().map(AuthKeyId).collect())
     }
 }

@@ -134,6 +134,7 @@ impl PgMtprotoKeys {
              LEFT JOIN mtproto_auth_keys p ON p.auth_key_id = k.perm_auth_key_id \
              LEFT JOIN authorizations a \
                     ON a.auth_key_id = COALESCE(p.authorization_id, k.authorization_id) \
+                   AND a.expires_at > now() \
              WHERE k.auth_key_id = $1 AND (k.expires_at IS NULL OR k.expires_at > now())",
         )
         .bind(auth_key_id)

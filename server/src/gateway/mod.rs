@@ -3,6 +3,7 @@
 
 mod contact_cache;
 mod device_channel;
+pub mod device_endings;
 mod fanout;
 pub mod histogram;
 pub mod metrics;

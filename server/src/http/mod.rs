@@ -11,6 +11,7 @@ pub mod ops;
 pub(crate) mod reply;
 pub(crate) mod rpc;
 pub mod serve;
+mod sessions;
 pub mod updates;
 
 pub use rpc::METHODS;
@@ -50,6 +51,11 @@ pub fn router(state: HttpState) -> Router {
         .route("/v1/auth/cancelCode", post(login::cancel_code))
         .route("/v1/auth/signIn", post(login::sign_in))
         .route("/v1/auth/signUp", post(login::sign_up))
+        .route("/v1/auth/logout", post(sessions::logout))
+        .route(
+            "/v1/auth/resetAuthorizations",
+            post(sessions::reset_authorizations),
+        )
         .route("/v1/rpc/{method}", post(rpc::rpc))
         .route("/v1/updates", get(updates::updates))
         .route("/v1/mtproto/public-key", get(mtproto_public_key))

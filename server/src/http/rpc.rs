@@ -77,6 +77,8 @@ pub const METHODS: &[&str] = &[
     "account.getNotifySettings",
     "account.getPassword",
     "account.updatePasswordSettings",
+    "account.getAuthorizations",
+    "account.resetAuthorization",
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
@@ -246,6 +248,15 @@ pub(crate) async fn dispatch(
                 .await
                 .map_err(two_step_failure)?,
         )),
+        "account.getAuthorizations" => {
+            parse::<serde_json::Map<String, Value>>(body)?;
+            super::sessions::get_authorizations(app, c).await
+        }
+        "account.resetAuthorization" => {
+            let req = parse::<super::sessions::ResetAuthorization>(body)?;
+            app.reset_authorization(c, req.hash).await?;
+            Ok(bool_value(true))
+        }
         other => Err(RpcFailure(RpcError::method_invalid(other))),
     }
 }

@@ -64,8 +64,6 @@ fn default_answer(name: &str, request: &Value, now: i64) -> Option<Value> {
         }
         "account.getNotifyExceptions" => empty_updates(),
         "account.getContentSettings" => json!({"_": "account.contentSettings"}),
-        "account.getAuthorizations" => json!({"_": "account.authorizations",
-            "authorization_ttl_days": 180, "authorizations": []}),
         "account.getPrivacy" => {
             json!({"_": "account.privacyRules", "rules": [], "chats": [], "users": []})
         }
@@ -150,7 +148,6 @@ const DEFAULT_ANSWERED: &[&str] = &[
     "account.unregisterDevice",
     "account.getNotifyExceptions",
     "account.getContentSettings",
-    "account.getAuthorizations",
     "account.getPrivacy",
     "account.getGlobalPrivacySettings",
     "account.getAccountTTL",

@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 
+use application::devices::{DeviceInfo, DeviceText};
 use application::tl::RpcError;
 use mtproto::tl::{
     decode_fields_within, encode_result, upgrade_request, Combinator, DecodeBudget, Reader, Schema,
@@ -74,6 +75,8 @@ const BEFORE_SIGN_IN: &[&str] = &["help.", "auth.", "langpack."];
 /// not read yet (`body[pos..]`).
 struct Peeled<'a> {
     layer: Option<i32>,
+    /// initConnection's description of the client.
+    init: Option<DeviceInfo>,
     without_updates: bool,
     function: &'static Combinator,
     body: Cow<'a, [u8]>,
@@ -110,6 +113,9 @@ pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallEr
         u.error
     })?;
     tracing::debug!(method = %name, user = ?conn.caller.map(|c| c.user_id), "MTProto call");
+    if conn.device_unrecorded {
+        conn.record_device().await;
+    }
     let answer = route(conn, &name, request).await?;
     let mut w = Writer::new();
     encode_result(Schema::for_layer(conn.layer), &name, &answer, &mut w).map_err(|e| {
@@ -137,6 +143,11 @@ fn decode(
     }
     if peeled.without_updates {
         conn.without_updates();
+    }
+    if let Some(mut info) = peeled.init {
+        info.ip = DeviceText::new(&conn.peer.ip().to_string());
+        conn.device_info = Some(info);
+        conn.device_unrecorded = true;
     }
     let function = peeled.function;
     let refuse = |error| Undecodable {
@@ -179,6 +190,23 @@ fn served_before_sign_in(conn: &Conn, name: &str) -> bool {
         || bootstrap::answer(conn, name, &Value::Null).is_some()
 }
 
+/// initConnection's fields as the device's description (each text cut to its cap).
+fn device_info(fields: &Value) -> DeviceInfo {
+    let text = |name: &str| DeviceText::new(fields[name].as_str().unwrap_or(""));
+    DeviceInfo {
+        device_model: text("device_model"),
+        platform: text("lang_pack"),
+        system_version: text("system_version"),
+        app_version: text("app_version"),
+        lang_code: text("lang_code"),
+        api_id: fields["api_id"]
+            .as_i64()
+            .and_then(|v| i32::try_from(v).ok())
+            .unwrap_or(0),
+        ip: DeviceText::default(),
+    }
+}
+
 /// Reads the wrappers' constructor ids and own fields (and inflates a `gzip_packed` query),
 /// stopping at the first constructor that is not a wrapper.
 fn peel<'a>(
@@ -186,7 +214,7 @@ fn peel<'a>(
     body: &'a [u8],
     budget: &mut DecodeBudget,
 ) -> Result<Peeled<'a>, TlError> {
-    let (mut layer, mut without_updates) = (None, false);
+    let (mut layer, mut without_updates, mut init) = (None, false, None);
     let (mut body, mut pos) = (Cow::Borrowed(body), 0);
     for depth in 0.. {
         budget.depth(depth)?;
@@ -201,6 +229,7 @@ fn peel<'a>(
         if !WRAPPERS.contains(&c.name.as_str()) {
             return Ok(Peeled {
                 layer,
+                init,
                 without_updates,
                 function: c,
                 body,
@@ -211,6 +240,7 @@ fn peel<'a>(
         match c.name.as_str() {
             "invokeWithLayer" => layer = fields["layer"].as_i64().map(|l| l as i32),
             "invokeWithoutUpdates" => without_updates = true,
+            "initConnection" => init = Some(device_info(&fields)),
             _ => {}
         }
         pos += r.pos();

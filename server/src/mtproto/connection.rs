@@ -61,8 +61,12 @@ pub(super) struct Conn {
     pub layer: Option<i32>,
     /// The msg_id of the call being served (auth.bindTempAuthKey checks it).
     pub current_msg_id: i64,
+    /// What the client said in initConnection (and its address), recorded on its device.
+    pub device_info: Option<application::devices::DeviceInfo>,
+    /// `device_info` changed and is not recorded on the signed-in device yet.
+    pub device_unrecorded: bool,
     idle: Duration,
-    peer: SocketAddr,
+    pub peer: SocketAddr,
     /// While a key exchange is under way (or nothing valid has arrived yet): when the connection
     /// is closed unless it finishes.
     handshake_deadline: Option<Instant>,
@@ -91,11 +95,31 @@ enum Flow {
 }
 
 impl Conn {
+    /// Records `device_info` (or at least the address) on the signed-in device; a storage failure
+    /// only costs the listing's freshness, so it is logged, not answered.
+    pub async fn record_device(&mut self) {
+        let Some(caller) = self.caller else {
+            return;
+        };
+        let info = self
+            .device_info
+            .clone()
+            .unwrap_or_else(|| application::devices::DeviceInfo {
+                ip: application::devices::DeviceText::new(&self.peer.ip().to_string()),
+                ..Default::default()
+            });
+        self.device_unrecorded = false;
+        if let Err(e) = self.front.app.record_device(&caller, &info).await {
+            tracing::warn!(error = %e, "recording a device's initConnection");
+        }
+    }
+
     /// The account this connection acts for: registers it with the hub for live updates.
     pub fn sign_in(&mut self, caller: Caller) {
         self.sign_out();
         self.caller = Some(caller);
         if self.no_updates {
+            self.register_silent(caller);
             return;
         }
         let (tx, rx) = mpsc::channel(self.front.gateway.push_buffer + RESERVED_SLOTS);
@@ -126,7 +150,23 @@ impl Conn {
                 self.front.gateway.hub.unregister(user, id);
             }
             self.push_rx = None;
+            if let Some(caller) = self.caller {
+                self.register_silent(caller);
+            }
         }
+    }
+
+    /// Registers this connection for no pushes, only so that logging its device out closes it
+    /// (the receiver ends when the hub drops the sender).
+    fn register_silent(&mut self, caller: Caller) {
+        let (tx, rx) = mpsc::channel(1);
+        let id = self.front.gateway.hub.register_silent(
+            caller.user_id,
+            caller.auth_key_id,
+            DeviceSender(tx),
+        );
+        self.device = Some((caller.user_id, id));
+        self.push_rx = Some(rx);
     }
 
     pub fn sign_out(&mut self) {
@@ -390,6 +430,8 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
         no_updates: false,
         layer: None,
         current_msg_id: 0,
+        device_info: None,
+        device_unrecorded: false,
         idle: limits.idle_timeout,
         peer,
         // From the first byte: a connection must finish a key exchange, or send a valid message
@@ -472,7 +514,12 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                         conn.sign_in(c);
                     }
                 }
-                None => conn.push_rx = None,
+                // The hub dropped this connection's sender: its device was logged out (on this
+                // or another instance, gateway::device_endings).
+                None => {
+                    tracing::debug!(%peer, "device logged out; connection closed");
+                    break;
+                }
             }
         }
     }

@@ -118,6 +118,12 @@ pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result
             complete(conn, login).await
         }
         "auth.logOut" => {
+            // Ends the device everywhere (its token, every key signed in as it, its live
+            // connections on every instance), then this key, in case it was not signed in.
+            if let Some(caller) = conn.caller {
+                conn.sign_out();
+                conn.front.app.log_out(&caller).await.map_err(app_error)?;
+            }
             if let Some(key) = &conn.key {
                 conn.front
                     .keys
@@ -132,6 +138,17 @@ pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result
             Ok(json!({"_": "auth.loggedOut"}))
         }
         "auth.bindTempAuthKey" => bind_temp_auth_key(conn, request).await,
+        "auth.resetAuthorizations" => {
+            let caller = conn
+                .caller
+                .ok_or_else(|| CallError::new(401, "AUTH_KEY_UNREGISTERED"))?;
+            conn.front
+                .app
+                .reset_authorizations(&caller)
+                .await
+                .map_err(app_error)?;
+            Ok(json!(true))
+        }
         _ => Err(CallError::new(400, "METHOD_INVALID")),
     }
 }
@@ -220,6 +237,7 @@ pub(super) async fn complete(conn: &mut Conn, login: LoginResult) -> Result<Valu
             CallError::new(500, "INTERNAL")
         })?;
     conn.sign_in(caller);
+    conn.record_device().await;
     let users = dispatch(
         &app,
         &caller,

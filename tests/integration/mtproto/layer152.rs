@@ -348,6 +348,10 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
         // No password yet and none set: the empty check with empty settings changes nothing.
         json!({"_": "account.updatePasswordSettings", "password": {"_": "inputCheckPasswordEmpty"},
             "new_settings": {"_": "account.passwordInputSettings"}}),
+        json!({"_": "account.getAuthorizations"}),
+        // No device has this hash: refused on its merits (tests/integration/mtproto/sessions.rs
+        // ends real devices).
+        json!({"_": "account.resetAuthorization", "hash": 1}),
         json!({"_": "messages.deleteMessages", "revoke": true, "id": [first_id]}),
         json!({"_": "messages.deleteHistory", "peer": me, "max_id": 0}),
     ];
@@ -364,6 +368,7 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
             Ok(answer) => {
                 answers.insert(name, answer);
             }
+            Err(e) if name == "account.resetAuthorization" && e == "HASH_INVALID" => {}
             Err(e) => failures.push(format!("{name}: {e}")),
         }
     }

@@ -24,6 +24,8 @@ use super::Setup;
 mod bombs;
 #[path = "push_once.rs"]
 mod push_once;
+#[path = "sessions.rs"]
+mod sessions;
 mod sign_in_codes;
 
 pub(super) const WAIT: Duration = Duration::from_secs(30);
@@ -579,6 +581,10 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
         // and telethon_2fa.py cover the rest).
         json!({"_": "account.updatePasswordSettings", "password": {"_": "inputCheckPasswordEmpty"},
             "new_settings": {"_": "account.passwordInputSettings"}}),
+        json!({"_": "account.getAuthorizations"}),
+        // No device has this hash: refused on its merits (tests/integration/mtproto/sessions.rs
+        // ends real devices).
+        json!({"_": "account.resetAuthorization", "hash": 1}),
         json!({"_": "messages.getOutboxReadDate", "peer": other, "msg_id": 2}),
         json!({"_": "messages.deleteMessages", "revoke": true, "id": [1]}),
         json!({"_": "messages.deleteHistory", "peer": me, "max_id": 0}),
@@ -593,6 +599,7 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
             Ok(_) => {}
             // Refused on its merits: the other account has not read the message.
             Err(e) if name == "messages.getOutboxReadDate" && e == "MESSAGE_NOT_READ_YET" => {}
+            Err(e) if name == "account.resetAuthorization" && e == "HASH_INVALID" => {}
             Err(e) => failures.push(format!("{name}: {e}")),
         }
     }

@@ -1,0 +1,64 @@
+//! `account.getAuthorizations`, `account.resetAuthorization`, `auth.resetAuthorizations`,
+//! `auth.logOut` (and `POST /v1/auth/logout`): an account's devices, listed and ended. Ending a
+//! device is one transaction in the store, which also tells every instance to close the device's
+//! live connections (docs/security.md, "Sessions and devices").
+
+use domain::AuthKeyId;
+
+use crate::devices::{Authorization, DeviceInfo, Ending};
+use crate::error::AppError;
+use crate::{App, Caller};
+
+impl App {
+    /// The caller's account's devices, the caller's own first.
+    pub async fn authorizations(&self, caller: &Caller) -> Result<Vec<Authorization>, AppError> {
+        let mut all = self.accounts.authorizations(caller.user_id).await?;
+        all.sort_by_key(|a| a.id != caller.auth_key_id);
+        Ok(all)
+    }
+
+    /// What the caller's device says about itself (initConnection, the client's address).
+    pub async fn record_device(
+        &self,
+        caller: &Caller,
+        device: &DeviceInfo,
+    ) -> Result<(), AppError> {
+        Ok(self
+            .accounts
+            .record_device(caller.auth_key_id, device)
+            .await?)
+    }
+
+    /// `auth.logOut`: ends the caller's own device.
+    pub async fn log_out(&self, caller: &Caller) -> Result<(), AppError> {
+        self.accounts
+            .end_authorizations(caller.user_id, Ending::One(caller.auth_key_id))
+            .await?;
+        Ok(())
+    }
+
+    /// `account.resetAuthorization`: ends another device of the caller's account. Its own device
+    /// (use `auth.logOut`) and a hash that is not one of the account's devices are `HASH_INVALID`.
+    pub async fn reset_authorization(&self, caller: &Caller, hash: i64) -> Result<(), AppError> {
+        if hash == caller.auth_key_id.0 || hash == 0 {
+            return Err(AppError::BadRequest("HASH_INVALID"));
+        }
+        let ended = self
+            .accounts
+            .end_authorizations(caller.user_id, Ending::One(AuthKeyId(hash)))
+            .await?;
+        if ended.is_empty() {
+            return Err(AppError::BadRequest("HASH_INVALID"));
+        }
+        Ok(())
+    }
+
+    /// `auth.resetAuthorizations`: ends every device of the account but the caller's.
+    pub async fn reset_authorizations(&self, caller: &Caller) -> Result<usize, AppError> {
+        Ok(self
+            .accounts
+            .end_authorizations(caller.user_id, Ending::AllBut(caller.auth_key_id))
+            .await?
+            .len())
+    }
+}
