@@ -13,7 +13,7 @@ use mtproto::transport::Kind;
 use serde_json::{json, Value};
 use sqlx::Connection;
 
-use super::super::{free_low_port, free_port, fresh_database, ptslog_binary, Setup};
+use super::super::Setup;
 use mtproto::tl::{decode_object, Reader, Schema};
 
 use super::{init, Conn, Session, UPDATES, WAIT};
@@ -147,20 +147,7 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn devices_are_listed_and_logged_out_everywhere() {
-    let bin = tokio::task::spawn_blocking(ptslog_binary)
-        .await
-        .expect("build thread")
-        .expect("the ptslog binary");
-    let db = fresh_database().await.expect("fresh database");
-    let suffix = db.trim_start_matches("ptslog_t_").to_string();
-    let setup = Setup {
-        bin,
-        data_dir: std::env::temp_dir().join(format!("ptslog-sessions-{suffix}")),
-        slot: format!("relay_{suffix}"),
-        db,
-        http_port: free_port(),
-        mt_port: free_low_port(),
-    };
+    let setup = Setup::fresh("sessions").await;
     let mut server = setup.spawn();
     let key_info = setup.wait_ready(&mut server).await;
     // A second process on the same database (no relay of its own, sign-in by code only).
