@@ -88,4 +88,17 @@ pub trait Passwords: Send + Sync {
         now: i64,
     ) -> Result<Option<UserId>, StoreError>;
     async fn clear_pending_sign_in(&self, auth_key_id: i64) -> Result<(), StoreError>;
+    /// The JSON API's pending sign-ins, keyed by a random `password_token` (stored hashed, so
+    /// the table does not hold working tokens; dropping expired ones on each write).
+    async fn set_token_sign_in(
+        &self,
+        token: &[u8; 32],
+        user: UserId,
+        expires_at: i64,
+    ) -> Result<(), StoreError>;
+    /// The account `token` was handed out for, if that has not expired.
+    async fn token_sign_in(&self, token: &[u8; 32], now: i64)
+        -> Result<Option<UserId>, StoreError>;
+    /// Ends the token's sign-in; `false` if it was already gone (used by a concurrent check).
+    async fn clear_token_sign_in(&self, token: &[u8; 32]) -> Result<bool, StoreError>;
 }

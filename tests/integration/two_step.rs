@@ -1,14 +1,16 @@
 //! Two-step verification over the JSON API against real Postgres: account.getPassword's
 //! parameters, setting, changing and removing a password with SRP proofs computed here as a
 //! client would (domain::srp::client_proof), single-use and stale exchanges, and the wrong-password
-//! limit at its boundary. The sign-in side (SESSION_PASSWORD_NEEDED, auth.checkPassword) is
-//! MTProto's and runs with Telethon in mtproto.rs.
+//! limit at its boundary; the JSON API's sign-in of a protected account (signIn's password_token,
+//! /v1/auth/getPassword and checkPassword). MTProto's sign-in side (SESSION_PASSWORD_NEEDED,
+//! auth.checkPassword) runs with Telethon in mtproto.rs.
 
 use application::commands::two_step::{
     MAX_OPEN_SRP_EXCHANGES, MAX_PASSWORD_FAILURES, PASSWORD_FAILURE_WINDOW_SECS,
     SECURE_RANDOM_BYTES, SERVER_SALT1_BYTES,
 };
 use domain::srp::{self, Verifier};
+use ptslog_tests::code_receiver::{Answer, CodeReceiver};
 use ptslog_tests::{Device, TestServer};
 use serde_json::{json, Value};
 
@@ -34,7 +36,11 @@ async fn new_settings(d: &Device, x: &[u8], hint: &str) -> Value {
 
 /// An inputCheckPasswordSRP for password x over a fresh exchange.
 async fn proof(d: &Device, x: &[u8]) -> Value {
-    let pwd = d.rpc("account.getPassword", json!({})).await;
+    proof_for(&d.rpc("account.getPassword", json!({})).await, x)
+}
+
+/// An inputCheckPasswordSRP for password x over the exchange in account.password `pwd`.
+fn proof_for(pwd: &Value, x: &[u8]) -> Value {
     assert_eq!(pwd["has_password"], true, "{pwd}");
     let algo = &pwd["current_algo"];
     let b: [u8; srp::SIZE] = unhex(&pwd["srp_B"]).try_into().expect("256-byte srp_B");
@@ -289,11 +295,166 @@ async fn exchanges_and_waiting_sign_ins_expire() {
     assert_eq!(store.pending_sign_in(98, now).await.unwrap(), None);
     store.clear_pending_sign_in(99).await.unwrap();
     assert_eq!(store.pending_sign_in(99, now).await.unwrap(), None);
+    // The JSON API's token sign-ins: the same lifetime, ended once.
+    let token = [7u8; 32];
+    store.set_token_sign_in(&token, user, until).await.unwrap();
+    assert_eq!(
+        store.token_sign_in(&token, until - 1).await.unwrap(),
+        Some(user)
+    );
+    assert_eq!(store.token_sign_in(&token, until).await.unwrap(), None);
+    assert_eq!(store.token_sign_in(&[8; 32], now).await.unwrap(), None);
+    assert!(store.clear_token_sign_in(&token).await.unwrap());
+    assert!(!store.clear_token_sign_in(&token).await.unwrap());
 
     let window = application::commands::two_step::PASSWORD_FAILURE_WINDOW_SECS;
     store.record_failure(user, now - window).await.unwrap();
     store.record_failure(user, now).await.unwrap();
     let (count, oldest) = store.failures_since(user, now - window + 1).await.unwrap();
     assert_eq!((count, oldest), (1, Some(now)));
+    server.stop().await;
+}
+
+async fn post(s: &TestServer, path: &str, body: Value) -> (u16, Value) {
+    let resp = s
+        .http
+        .post(format!("{}/v1/auth/{path}", s.base))
+        .json(&body)
+        .send()
+        .await
+        .expect("request");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.expect("JSON body"))
+}
+
+fn error_of(answer: &(u16, Value)) -> (u16, &str) {
+    (
+        answer.0,
+        answer.1["error_message"].as_str().unwrap_or_default(),
+    )
+}
+
+/// A web client of an account with a password: signIn answers 401 SESSION_PASSWORD_NEEDED with a
+/// password_token, getPassword gives the SRP parameters for it, a wrong proof is refused (and the
+/// token still works), the right one signs a working device in, and the token is then spent.
+#[tokio::test]
+async fn json_sign_in_with_password() {
+    let receiver = CodeReceiver::start(Answer::Ok).await;
+    let url = receiver.url.clone();
+    let server = TestServer::start_with(move |c| {
+        c.dev_login = false;
+        c.dev_login_code = None;
+        c.login_webhook_url = Some(url);
+    })
+    .await;
+    let phone = "+17770001004";
+    let code_sign_in = || async {
+        let sent = post(&server, "sendCode", json!({"phone_number": phone})).await;
+        assert_eq!(sent.0, 200, "{}", sent.1);
+        let code = receiver.code_for(phone).await;
+        post(
+            &server,
+            "signIn",
+            json!({"phone_number": phone, "phone_code_hash": sent.1["phone_code_hash"], "phone_code": code}),
+        )
+        .await
+    };
+    // The account and its first device, which sets the password.
+    let sent = post(&server, "sendCode", json!({"phone_number": phone})).await;
+    let code = receiver.code_for(phone).await;
+    let hash = &sent.1["phone_code_hash"];
+    let new_phone = post(
+        &server,
+        "signIn",
+        json!({"phone_number": phone, "phone_code_hash": hash, "phone_code": code}),
+    )
+    .await;
+    assert_eq!(new_phone.1["_"], "auth.authorizationSignUpRequired");
+    let up = post(
+        &server,
+        "signUp",
+        json!({"phone_number": phone, "phone_code_hash": sent.1["phone_code_hash"], "phone_code": code, "first_name": "Lee"}),
+    )
+    .await;
+    assert_eq!(up.0, 200, "{}", up.1);
+    let first = Device {
+        base: server.base.clone(),
+        http: server.http.clone(),
+        token: up.1["token"].as_str().unwrap().to_string(),
+        user_id: up.1["user_id"].as_i64().unwrap(),
+    };
+    let (x, wrong) = ([4u8; 32], [5u8; 32]);
+    assert_eq!(
+        update(&first, empty(), new_settings(&first, &x, "hint").await)
+            .await
+            .0,
+        200
+    );
+
+    let needed = code_sign_in().await;
+    assert_eq!(error_of(&needed), (401, "SESSION_PASSWORD_NEEDED"));
+    let token = needed.1["password_token"].as_str().unwrap().to_string();
+    assert_eq!(hex::decode(&token).unwrap().len(), 32);
+    assert_ne!(
+        code_sign_in().await.1["password_token"].as_str(),
+        Some(token.as_str()),
+        "each sign-in gets its own token"
+    );
+
+    let pwd = post(&server, "getPassword", json!({"password_token": token})).await;
+    assert_eq!(pwd.0, 200, "{}", pwd.1);
+    assert_eq!(
+        (&pwd.1["_"], &pwd.1["has_password"]),
+        (&json!("account.password"), &json!(true))
+    );
+    assert_eq!(pwd.1["hint"], "hint");
+    let bad = post(
+        &server,
+        "checkPassword",
+        json!({"password_token": token, "password": proof_for(&pwd.1, &wrong)}),
+    )
+    .await;
+    assert_eq!(error_of(&bad), (400, "PASSWORD_HASH_INVALID"));
+    // The exchange was used up by the wrong try; a fresh one with the right password signs in.
+    let used = proof_for(&pwd.1, &x);
+    let stale = post(
+        &server,
+        "checkPassword",
+        json!({"password_token": token, "password": used}),
+    )
+    .await;
+    assert_eq!(error_of(&stale), (400, "SRP_ID_INVALID"));
+    let pwd = post(&server, "getPassword", json!({"password_token": token})).await;
+    let right = proof_for(&pwd.1, &x);
+    let signed = post(
+        &server,
+        "checkPassword",
+        json!({"password_token": token, "password": right}),
+    )
+    .await;
+    assert_eq!(signed.0, 200, "{}", signed.1);
+    assert_eq!(signed.1["_"], "auth.authorization");
+    assert_eq!(signed.1["user_id"], first.user_id);
+    let second = Device {
+        token: signed.1["token"].as_str().unwrap().to_string(),
+        ..first.clone()
+    };
+    let me = second
+        .rpc("users.getUsers", json!({"id": [{"_": "inputUserSelf"}]}))
+        .await;
+    assert_eq!(me[0]["id"], first.user_id);
+
+    // Single-use: the spent token gives neither parameters nor another device.
+    let pwd = post(&server, "getPassword", json!({"password_token": token})).await;
+    assert_eq!(error_of(&pwd), (400, "PASSWORD_TOKEN_INVALID"));
+    let again = post(
+        &server,
+        "checkPassword",
+        json!({"password_token": token, "password": proof(&first, &x).await}),
+    )
+    .await;
+    assert_eq!(error_of(&again), (400, "PASSWORD_TOKEN_INVALID"));
+    let garbled = post(&server, "getPassword", json!({"password_token": "zz"})).await;
+    assert_eq!(error_of(&garbled), (400, "INPUT_REQUEST_INVALID"));
     server.stop().await;
 }

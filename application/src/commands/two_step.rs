@@ -185,6 +185,49 @@ pub struct CheckPassword {
     pub password: InputCheckPassword,
 }
 
+/// The JSON API's handle on a sign-in waiting for a password (the MTProto front keys it by the
+/// auth key instead): 32 random bytes, 64 hex digits on the wire.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PasswordToken([u8; 32]);
+
+impl PasswordToken {
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+}
+
+impl std::fmt::Debug for PasswordToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PasswordToken(..)")
+    }
+}
+
+impl<'de> Deserialize<'de> for PasswordToken {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let mut b = [0u8; 32];
+        if s.len() != 2 * b.len() || hex::decode_to_slice(&s, &mut b).is_err() {
+            return Err(serde::de::Error::custom(
+                "password_token must be 64 hex digits",
+            ));
+        }
+        Ok(Self(b))
+    }
+}
+
+/// `POST /v1/auth/getPassword`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenGetPassword {
+    pub password_token: PasswordToken,
+}
+
+/// `POST /v1/auth/checkPassword`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenCheckPassword {
+    pub password_token: PasswordToken,
+    pub password: InputCheckPassword,
+}
+
 /// What the new settings ask for.
 enum NewPassword {
     Set(StoredPassword),
@@ -459,17 +502,75 @@ impl App {
         auth_key_id: i64,
         req: CheckPassword,
     ) -> Result<String, TwoStepError> {
-        let passwords = self.passwords()?;
         let user = self
             .pending_password_sign_in(auth_key_id)
             .await?
             .ok_or(TwoStepError::NoPendingSignIn)?;
+        self.prove_sign_in(user, &req.password).await?;
+        self.passwords()?.clear_pending_sign_in(auth_key_id).await?;
+        self.phone_of(user).await
+    }
+
+    /// The JSON API's half of [`Self::begin_password_sign_in`]: a new single-use token stands
+    /// for "this client gave the right code for `user`".
+    pub async fn begin_token_password_sign_in(
+        &self,
+        user: UserId,
+    ) -> Result<PasswordToken, TwoStepError> {
+        let token = PasswordToken(random());
+        let expires = i64::from(unix_now()) + PENDING_SIGN_IN_LIFETIME_SECS;
+        self.passwords()?
+            .set_token_sign_in(&token.0, user, expires)
+            .await?;
+        Ok(token)
+    }
+
+    /// `/v1/auth/getPassword`: account.getPassword for the sign-in `token` stands for.
+    pub async fn token_get_password(&self, token: &PasswordToken) -> Result<Value, TwoStepError> {
+        let user = self.token_account(token).await?;
+        self.get_password(user).await
+    }
+
+    /// `/v1/auth/checkPassword`: auth.checkPassword for the sign-in `token` stands for (the
+    /// same proof and attempt limit); the token is spent once the password is right.
+    pub async fn token_check_password(
+        &self,
+        req: TokenCheckPassword,
+    ) -> Result<String, TwoStepError> {
+        let user = self.token_account(&req.password_token).await?;
+        self.prove_sign_in(user, &req.password).await?;
+        if !self
+            .passwords()?
+            .clear_token_sign_in(&req.password_token.0)
+            .await?
+        {
+            // A concurrent check with the same token came first: one token, one device.
+            return Err(TwoStepError::NoPendingSignIn);
+        }
+        self.phone_of(user).await
+    }
+
+    async fn token_account(&self, token: &PasswordToken) -> Result<UserId, TwoStepError> {
+        self.passwords()?
+            .token_sign_in(&token.0, i64::from(unix_now()))
+            .await?
+            .ok_or(TwoStepError::NoPendingSignIn)
+    }
+
+    async fn prove_sign_in(
+        &self,
+        user: UserId,
+        input: &InputCheckPassword,
+    ) -> Result<(), TwoStepError> {
+        let passwords = self.passwords()?;
         let stored = passwords
             .password(user)
             .await?
             .ok_or(TwoStepError::PasswordEmpty)?;
-        self.check(passwords, user, &stored, &req.password).await?;
-        passwords.clear_pending_sign_in(auth_key_id).await?;
+        self.check(passwords, user, &stored, input).await
+    }
+
+    async fn phone_of(&self, user: UserId) -> Result<String, TwoStepError> {
         let record = self
             .store
             .users(&[user])
@@ -554,6 +655,16 @@ mod tests {
             new_password(settings(json!({}))),
             Ok(NewPassword::Remove)
         ));
+    }
+
+    #[test]
+    fn password_token_is_exactly_32_hex_bytes() {
+        let parse = |s: String| serde_json::from_value::<PasswordToken>(json!(s));
+        let token = PasswordToken(random());
+        assert_eq!(parse(token.to_hex()).unwrap(), token);
+        assert!(parse("ab".repeat(31)).is_err());
+        assert!(parse("ab".repeat(33)).is_err());
+        assert!(parse("zz".repeat(32)).is_err());
     }
 
     #[test]

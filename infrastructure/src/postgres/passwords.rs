@@ -1,11 +1,13 @@
 //! [`Passwords`] over Postgres (migration 0012): verifiers, SRP exchanges, wrong-password
-//! counts and sign-ins waiting for a password. Expired exchanges and pending sign-ins are
+//! counts and sign-ins waiting for a password (per MTProto auth key, or per JSON API
+//! password_token, migration 0015). Expired exchanges and pending sign-ins are
 //! ignored by the reads and deleted when the same account or key writes again.
 
 use application::password_port::{Passwords, SrpExchangeRecord, StoredPassword};
 use application::ports::StoreError;
 use async_trait::async_trait;
 use domain::UserId;
+use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
 use crate::error::db_error;
@@ -257,5 +259,58 @@ impl Passwords for PgPasswords {
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+
+    async fn set_token_sign_in(
+        &self,
+        token: &[u8; 32],
+        user: UserId,
+        expires_at: i64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        sqlx::query("DELETE FROM password_token_sign_ins WHERE expires_at < now()")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        sqlx::query(
+            "INSERT INTO password_token_sign_ins (token_sha256, user_id, expires_at) \
+             VALUES ($1, $2, to_timestamp($3))",
+        )
+        .bind(Sha256::digest(token).to_vec())
+        .bind(user.get())
+        .bind(expires_at as f64)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)
+    }
+
+    async fn token_sign_in(
+        &self,
+        token: &[u8; 32],
+        now: i64,
+    ) -> Result<Option<UserId>, StoreError> {
+        let raw: Option<i64> = sqlx::query_scalar(
+            "SELECT user_id FROM password_token_sign_ins \
+             WHERE token_sha256 = $1 AND expires_at > to_timestamp($2)",
+        )
+        .bind(Sha256::digest(token).to_vec())
+        .bind(now as f64)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        raw.map(user_id).transpose()
+    }
+
+    async fn clear_token_sign_in(&self, token: &[u8; 32]) -> Result<bool, StoreError> {
+        Ok(
+            sqlx::query("DELETE FROM password_token_sign_ins WHERE token_sha256 = $1")
+                .bind(Sha256::digest(token).to_vec())
+                .execute(&self.pool)
+                .await
+                .map_err(db_error)?
+                .rows_affected()
+                == 1,
+        )
     }
 }

@@ -1,14 +1,20 @@
 //! `POST /v1/auth/sendCode`, `resendCode`, `cancelCode`, `signIn`, `signUp`: sign-in by code, the
 //! same application handlers as MTProto's auth.* (code requests are limited per client IP here);
+//! `getPassword`, `checkPassword`: the second step for an account with a password (a
+//! `password_token` from signIn stands for the right code, as the auth key does over MTProto);
 //! and `POST /v1/auth/login`, development sign-in by phone alone (only with `PTSLOG_DEV_LOGIN=true`).
 
 use std::net::SocketAddr;
 
 use application::commands::login::Login;
 use application::commands::sign_in::{CodeRef, SendCode, SignIn, SignInOutcome, SignUp};
+use application::commands::two_step::{TokenCheckPassword, TokenGetPassword, TwoStepError};
 use application::login_codes::Requester;
+use application::tl::RpcError;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde_json::{json, Value};
 
@@ -66,22 +72,62 @@ pub async fn cancel_code(
     Ok(Json(ok(&json!(cancelled))?))
 }
 
-/// `POST /v1/auth/signIn`.
-pub async fn sign_in(
+/// `POST /v1/auth/signIn`. For an account with a password: `401 SESSION_PASSWORD_NEEDED` whose
+/// body also carries the `password_token` that getPassword and checkPassword take.
+pub async fn sign_in(State(state): State<HttpState>, body: Bytes) -> Result<Response, RpcFailure> {
+    let req: SignIn = parse(&body)?;
+    let outcome = state.app.sign_in(&req).await?;
+    if let SignInOutcome::PasswordNeeded(user) = outcome {
+        let token = state
+            .app
+            .begin_token_password_sign_in(user)
+            .await
+            .map_err(two_step_error)?;
+        let mut answer = ok(&RpcError::new(401, "SESSION_PASSWORD_NEEDED"))?;
+        answer["password_token"] = json!(token.to_hex());
+        return Ok((StatusCode::UNAUTHORIZED, Json(answer)).into_response());
+    }
+    Ok(Json(ok(&outcome)?).into_response())
+}
+
+fn two_step_error(e: TwoStepError) -> RpcFailure {
+    match e {
+        TwoStepError::App(app) => RpcFailure::from(app),
+        TwoStepError::NoPendingSignIn => RpcFailure(RpcError::new(400, "PASSWORD_TOKEN_INVALID")),
+        e => RpcFailure(RpcError::from(&e)),
+    }
+}
+
+/// `POST /v1/auth/getPassword`: account.password for the sign-in the token stands for.
+pub async fn get_password(
     State(state): State<HttpState>,
     body: Bytes,
 ) -> Result<Json<Value>, RpcFailure> {
-    let req: SignIn = parse(&body)?;
-    let outcome = state.app.sign_in(&req).await?;
-    if let SignInOutcome::PasswordNeeded(_) = outcome {
-        // The JSON API has no auth.checkPassword yet: an account with a password cannot sign in
-        // here (never around its password).
-        return Err(RpcFailure(application::tl::RpcError::new(
-            401,
-            "SESSION_PASSWORD_NEEDED",
-        )));
-    }
-    Ok(Json(ok(&outcome)?))
+    let req: TokenGetPassword = parse(&body)?;
+    let answer = state
+        .app
+        .token_get_password(&req.password_token)
+        .await
+        .map_err(two_step_error)?;
+    Ok(Json(answer))
+}
+
+/// `POST /v1/auth/checkPassword`: the right proof signs the device in (signIn's answer).
+pub async fn check_password(
+    State(state): State<HttpState>,
+    body: Bytes,
+) -> Result<Json<Value>, RpcFailure> {
+    let req: TokenCheckPassword = parse(&body)?;
+    let app = &state.app;
+    let phone = app
+        .token_check_password(req)
+        .await
+        .map_err(two_step_error)?;
+    let login = app
+        .complete_password_sign_in(&phone)
+        .await
+        .map_err(RpcFailure::from)?;
+    Ok(Json(ok(&SignInOutcome::SignedIn(login))?))
 }
 
 /// `POST /v1/auth/signUp`.

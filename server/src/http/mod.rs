@@ -50,6 +50,8 @@ pub fn router(state: HttpState) -> Router {
         .route("/v1/auth/resendCode", post(login::resend_code))
         .route("/v1/auth/cancelCode", post(login::cancel_code))
         .route("/v1/auth/signIn", post(login::sign_in))
+        .route("/v1/auth/getPassword", post(login::get_password))
+        .route("/v1/auth/checkPassword", post(login::check_password))
         .route("/v1/auth/signUp", post(login::sign_up))
         .route("/v1/auth/logout", post(sessions::logout))
         .route(
