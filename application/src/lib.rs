@@ -11,6 +11,7 @@ pub mod devices;
 pub mod error;
 pub mod fanout;
 pub mod login_codes;
+pub mod media;
 pub mod password_port;
 pub mod ports;
 pub mod queries;

@@ -9,6 +9,7 @@ pub mod events;
 pub mod history_window;
 pub mod ids;
 pub mod limits;
+pub mod media;
 pub mod message;
 pub mod message_entity;
 pub mod message_text;
