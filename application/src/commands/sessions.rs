@@ -4,10 +4,18 @@
 //! live connections (docs/security.md, "Sessions and devices").
 
 use domain::AuthKeyId;
+use serde::Deserialize;
 
 use crate::devices::{Authorization, DeviceInfo, Ending};
 use crate::error::AppError;
+use crate::tl::{AccountAuthorizations, AuthorizationItem};
 use crate::{App, Caller};
+
+/// `account.resetAuthorization`'s parameters.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ResetAuthorization {
+    pub hash: i64,
+}
 
 impl App {
     /// The caller's account's devices, the caller's own first.
@@ -15,6 +23,20 @@ impl App {
         let mut all = self.accounts.authorizations(caller.user_id).await?;
         all.sort_by_key(|a| a.id != caller.auth_key_id);
         Ok(all)
+    }
+
+    /// `account.getAuthorizations`: the account's devices, the caller's own first and marked
+    /// `current`.
+    pub async fn get_authorizations(
+        &self,
+        caller: &Caller,
+    ) -> Result<AccountAuthorizations, AppError> {
+        let all = self.authorizations(caller).await?;
+        Ok(AccountAuthorizations::new(
+            all.iter()
+                .map(|a| AuthorizationItem::of(a, a.id == caller.auth_key_id))
+                .collect(),
+        ))
     }
 
     /// What the caller's device says about itself (initConnection, the client's address).

@@ -4,6 +4,7 @@ pub mod dialog_organization;
 pub mod get_blocked;
 pub mod get_dialogs;
 pub mod get_difference;
+pub mod get_full_user;
 pub mod get_history;
 pub mod get_messages;
 pub mod get_notify_settings;

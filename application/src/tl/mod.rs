@@ -1,6 +1,8 @@
 //! TL-shaped objects: what handlers answer and what requests name. Serialized with serde, each object
 //! carries its TL constructor name in `"_"`, fields by their TL names (the JSON API's contract).
 
+mod authorization;
+mod bool;
 mod dialog;
 mod difference;
 mod from_event;
@@ -12,7 +14,10 @@ mod peer;
 mod rpc_error;
 mod update;
 mod user;
+mod user_full;
 
+pub use authorization::{AccountAuthorizations, AuthorizationItem};
+pub use bool::Bool;
 pub use dialog::{Dialog, Dialogs, NotifyPeer, PeerDialogs, PeerNotifySettings};
 pub use difference::{Difference, State};
 pub use from_event::{update_for_event, users_of_event};
@@ -32,3 +37,4 @@ pub use peer::Peer;
 pub use rpc_error::{tl_name, RpcError};
 pub use update::{Update, Updates};
 pub use user::User;
+pub use user_full::{UserFull, UsersUserFull};
