@@ -87,12 +87,12 @@ pub fn push_frame(
     let to_origin = matches!(&updates, Updates::Updates { updates, .. } if updates.len() > 1);
     // TL objects are plain data; serializing them cannot fail.
     let json = serde_json::to_string(&updates).unwrap_or_default();
-    Frame {
-        pts: stored.pts.get(),
-        json: Arc::from(json),
+    Frame::new(
+        stored.pts.get(),
+        Arc::from(json),
         committed_at_micros,
         to_origin,
-    }
+    )
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use domain::{AuthKeyId, UserId};
 
+use super::encodings::Encodings;
+
 /// Slots of a device's buffer kept free for `updatesTooLong`.
 pub const RESERVED_SLOTS: usize = 1;
 
@@ -33,8 +35,9 @@ pub enum Outgoing {
     TooLong,
 }
 
-/// One TL `Updates` object, serialized once and shared by every device of the account.
-#[derive(Debug, Clone, PartialEq)]
+/// One TL `Updates` object, serialized once and shared by every device of the account (clones
+/// share the JSON and the encodings).
+#[derive(Debug, Clone)]
 pub struct Frame {
     pub pts: i32,
     pub json: Arc<str>,
@@ -43,6 +46,37 @@ pub struct Frame {
     /// The device that caused the event gets it too: its TL update has no pts, so the caller's
     /// RPC answer did not move its pts either (the frame carries the pts, see `push_updates`).
     pub to_origin: bool,
+    /// The frame in other wire formats (MTProto's TL per layer), each made once.
+    pub encodings: Arc<Encodings>,
+}
+
+impl Frame {
+    pub fn new(pts: i32, json: Arc<str>, committed_at_micros: i64, to_origin: bool) -> Self {
+        Self {
+            pts,
+            json,
+            committed_at_micros,
+            to_origin,
+            encodings: Arc::default(),
+        }
+    }
+}
+
+/// The same frame is the same content; the encodings are a cache of it.
+impl PartialEq for Frame {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            self.pts,
+            &self.json,
+            self.committed_at_micros,
+            self.to_origin,
+        ) == (
+            other.pts,
+            &other.json,
+            other.committed_at_micros,
+            other.to_origin,
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -405,12 +439,7 @@ mod tests {
     }
 
     fn frame(pts: i32) -> Frame {
-        Frame {
-            pts,
-            json: Arc::from(format!("{{\"pts\":{pts}}}")),
-            committed_at_micros: 0,
-            to_origin: false,
-        }
+        Frame::new(pts, Arc::from(format!("{{\"pts\":{pts}}}")), 0, false)
     }
 
     fn deliver(hub: &Hub<Queue>, user_id: i64, pts: i32, origin: i64) -> DeliveryReport {

@@ -1,14 +1,16 @@
 //! Live fanout of the committed log to online devices, without I/O: the record relays publish
-//! ([`record`]), the push frame ([`frame`]) and the per-device delivery rules ([`hub`]). The relay
+//! ([`record`]), the push frame ([`frame`]) and its per-format encodings ([`encodings`]) and the per-device delivery rules ([`hub`]). The relay
 //! (infrastructure) produces records, the gateway (server) plugs in sockets; both meet at
 //! [`RecordHandler`].
 
+pub mod encodings;
 pub mod frame;
 pub mod hub;
 pub mod record;
 
 use async_trait::async_trait;
 
+pub use encodings::{Encodings, ENCODING_SLOTS};
 pub use frame::{frame_users, push_frame, push_updates, ContactLink, FrameUser};
 pub use hub::{
     Delivery, DeliveryReport, DeviceChannel, DeviceId, Frame, Hub, Outgoing, PushError,

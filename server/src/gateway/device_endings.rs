@@ -71,12 +71,12 @@ fn new_authorization(device: AuthKeyId) -> Frame {
         "date": now.timestamp(),
         "seq": 0,
     });
-    Frame {
-        pts: 0,
-        json: Arc::from(json.to_string()),
-        committed_at_micros: now.timestamp_micros(),
-        to_origin: false,
-    }
+    Frame::new(
+        0,
+        Arc::from(json.to_string()),
+        now.timestamp_micros(),
+        false,
+    )
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use mtproto::crypto::{AuthKey, ServerSalts};
 use mtproto::handshake::{decode_plain, encode_plain, Handshake, Step, REQ_PQ, REQ_PQ_MULTI};
 use mtproto::service::{rpc_error, rpc_result};
 use mtproto::session::{self, Action, Session};
-use mtproto::tl::{encode_object, Schema, Writer};
+use mtproto::tl::Schema;
 use mtproto::transport::ServerTransport;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
@@ -22,7 +22,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::connection_slots::Slot;
-use super::{calls, limits, Front, MtprotoMetrics};
+use super::{calls, limits, push_encoding, Front, MtprotoMetrics};
 use crate::gateway::DeviceSender;
 
 /// One write may take this long (a client that does not read is dropped).
@@ -395,19 +395,14 @@ impl Conn {
         Flow::Go
     }
 
-    /// A live update frame (the same JSON the WebSocket carries) as an encrypted message.
-    fn push(&mut self, json: &str) -> Option<Vec<u8>> {
-        let value: serde_json::Value = serde_json::from_str(json).ok()?;
-        let mut w = Writer::new();
-        if let Err(e) = encode_object(Schema::for_layer(self.layer), &value, &mut w) {
-            tracing::warn!(error = %e, "a push frame did not encode as TL");
-            return None;
-        }
+    /// A live update's TL (encoded once per frame and layer, [`push_encoding`]) as an encrypted
+    /// message of this connection.
+    fn push(&mut self, tl: &[u8]) -> Option<Vec<u8>> {
         let key = self.key.as_ref()?.auth_key.clone();
         Some(
             self.session
                 .as_mut()?
-                .pack(&key, w.buf, true, false, now_ms()),
+                .pack(&key, tl.to_vec(), true, false, now_ms()),
         )
     }
 }
@@ -495,7 +490,8 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
             }
             item = push => match item {
                 Some(Outgoing::Frame(frame)) => {
-                    if let Some(p) = conn.push(&frame.json) {
+                    let tl = push_encoding::frame_tl(&frame, conn.layer);
+                    if let Some(p) = tl.and_then(|tl| conn.push(&tl)) {
                         let bytes = transport.encode(&p);
                         if !write(&mut wr, &bytes).await {
                             break;
@@ -506,7 +502,11 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                 Some(Outgoing::TooLong) => {
                     // The client then calls updates.getDifference; the connection stays usable,
                     // but this device's buffer was dropped by the hub, so sign it in again.
-                    if let Some(p) = conn.push(r#"{"_":"updatesTooLong"}"#) {
+                    let tl = push_encoding::encode_json(
+                        Schema::for_layer(conn.layer),
+                        r#"{"_":"updatesTooLong"}"#,
+                    );
+                    if let Some(p) = tl.and_then(|tl| conn.push(&tl)) {
                         let bytes = transport.encode(&p);
                         let _ = write(&mut wr, &bytes).await;
                     }

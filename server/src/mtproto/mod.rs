@@ -12,6 +12,7 @@ mod handshake_rate;
 pub mod limits;
 pub mod login_codes;
 pub mod metrics;
+mod push_encoding;
 mod server_key;
 mod sign_in;
 mod two_step;
