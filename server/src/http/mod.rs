@@ -14,7 +14,7 @@ pub mod serve;
 mod sessions;
 pub mod updates;
 
-pub use rpc::METHODS;
+pub use crate::calls::METHODS;
 
 use std::sync::{Arc, OnceLock};
 

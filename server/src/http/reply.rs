@@ -19,6 +19,12 @@ impl From<AppError> for RpcFailure {
     }
 }
 
+impl From<crate::calls::Failure> for RpcFailure {
+    fn from(e: crate::calls::Failure) -> Self {
+        RpcFailure(e.0)
+    }
+}
+
 impl IntoResponse for RpcFailure {
     fn into_response(self) -> Response {
         let status =

@@ -2,8 +2,8 @@
 //! own fields, look at the inner function's constructor and refuse it unread when it needs an
 //! account the connection has not signed in to; then decode it into the JSON shape the
 //! application speaks, within the message's decoding budget, route it (bootstrap answers,
-//! sign-in, or the JSON API's own dispatch table: one implementation, two fronts) and encode the
-//! answer as TL.
+//! sign-in, or the method table both fronts share, `crate::calls`: the decoded object becomes the
+//! typed request, no bytes in between) and encode the answer as TL.
 
 use std::borrow::Cow;
 
@@ -13,11 +13,11 @@ use mtproto::tl::{
     decode_fields_within, encode_result, upgrade_request, Combinator, DecodeBudget, Reader, Schema,
     TlError, Writer, GZIP_PACKED,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::connection::Conn;
 use super::{bootstrap, sign_in, two_step};
-use crate::http::rpc::{dispatch, METHODS};
+use crate::calls::TlObject;
 
 /// An `rpc_error` to answer.
 #[derive(Debug)]
@@ -262,76 +262,12 @@ async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, Cal
         .caller
         .ok_or_else(|| CallError::new(401, "AUTH_KEY_UNREGISTERED"))?;
     let app = conn.front.app.clone();
-    // The same per-account cap as the JSON front: an account's many connections (128 per address)
-    // cannot hold every database connection while other accounts wait.
-    let _permit = app
-        .account_requests()
-        .acquire(caller.user_id)
+    // The table both fronts share; it holds the same per-account permit as the JSON front's
+    // calls: an account's many connections (128 per address) cannot hold every database
+    // connection while other accounts wait. An unknown name is `400 METHOD_INVALID`.
+    crate::calls::call(&app, &caller, name, request, TlObject)
         .await
-        .map_err(|e| CallError::from(RpcError::from(&e)))?;
-    match name {
-        "users.getFullUser" => {
-            let users = dispatch(
-                &app,
-                &caller,
-                "users.getUsers",
-                &params(json!({"id": [request["id"]]})),
-            )
-            .await
-            .map_err(|e| CallError::from(e.0))?;
-            let user = users
-                .get(0)
-                .filter(|u| u["_"] == "user")
-                .cloned()
-                .ok_or_else(|| CallError::new(400, "USER_ID_INVALID"))?;
-            // The chat's peer and notification settings as the JSON API keeps them (the user was
-            // just resolved with the caller's access hash, so naming it again cannot fail on that).
-            let peer = if user["self"] == true {
-                json!({"_": "inputPeerSelf"})
-            } else {
-                json!({"_": "inputPeerUser", "user_id": user["id"], "access_hash": user["access_hash"]})
-            };
-            let settings = dispatch(
-                &app,
-                &caller,
-                "messages.getPeerSettings",
-                &params(json!({"peer": peer})),
-            )
-            .await
-            .map_err(|e| CallError::from(e.0))?;
-            let notify_settings = dispatch(
-                &app,
-                &caller,
-                "account.getNotifySettings",
-                &params(json!({"peer": {"_": "inputNotifyPeer", "peer": peer}})),
-            )
-            .await
-            .map_err(|e| CallError::from(e.0))?;
-            Ok(json!({
-                "_": "users.userFull",
-                "full_user": {
-                    "_": "userFull",
-                    "id": user["id"],
-                    "settings": settings["settings"],
-                    "notify_settings": notify_settings,
-                    "common_chats_count": 0,
-                },
-                "chats": [],
-                "users": [user],
-            }))
-        }
-        _ if METHODS.contains(&name) => dispatch(&app, &caller, name, &params(request))
-            .await
-            .map_err(|e| CallError::from(e.0)),
-        _ => {
-            tracing::debug!(method = name, "MTProto method not served");
-            Err(CallError::new(400, "METHOD_INVALID"))
-        }
-    }
-}
-
-fn params(v: Value) -> Vec<u8> {
-    serde_json::to_vec(&v).unwrap_or_default()
+        .map_err(|e| CallError::from(e.0))
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 use application::commands::login::LoginResult;
 use application::commands::sign_in::{CodeRef, SendCode, SentCode, SignIn, SignInOutcome, SignUp};
 use application::login_codes::{CodeChannel, Requester};
-use application::tl::RpcError;
+use application::queries::get_users::GetUsers;
+use application::tl::{InputUser, RpcError};
 use application::AppError;
 use mtproto::crypto::AuthKey;
 use mtproto::session::decrypt_v1;
@@ -16,7 +17,6 @@ use serde_json::{json, Value};
 
 use super::calls::CallError;
 use super::connection::Conn;
-use crate::http::rpc::dispatch;
 
 fn app_error(e: AppError) -> CallError {
     if let AppError::Store(inner) = &e {
@@ -238,13 +238,14 @@ pub(super) async fn complete(conn: &mut Conn, login: LoginResult) -> Result<Valu
         })?;
     conn.sign_in(caller);
     conn.record_device().await;
-    let users = dispatch(
-        &app,
-        &caller,
-        "users.getUsers",
-        br#"{"id":[{"_":"inputUserSelf"}]}"#,
-    )
-    .await
-    .map_err(|e| CallError::from(e.0))?;
-    Ok(json!({"_": "auth.authorization", "user": users[0]}))
+    let me = app
+        .get_users(
+            &caller,
+            GetUsers {
+                id: vec![InputUser::SelfUser],
+            },
+        )
+        .await
+        .map_err(app_error)?;
+    Ok(json!({"_": "auth.authorization", "user": me.first()}))
 }

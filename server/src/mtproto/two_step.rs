@@ -3,7 +3,8 @@
 //! password and remembers, per auth key and for a while, that this key gave the code; then
 //! account.getPassword (served to that key before it is signed in) and auth.checkPassword
 //! finish the sign-in. A signed-in connection's account.getPassword and
-//! account.updatePasswordSettings go through the JSON API's dispatch like every other call.
+//! account.updatePasswordSettings go through the method table (`crate::calls`) like every other
+//! call.
 
 use application::commands::two_step::{CheckPassword, TwoStepError};
 use application::tl::RpcError;
