@@ -1813,3 +1813,85 @@ async fn notify_settings_mute_filters_and_the_archive() {
     );
     s.stop().await;
 }
+
+/// `users.getFullUser` over the JSON API: the user, and the chat's peer and notification settings
+/// exactly as `messages.getPeerSettings` and `account.getNotifySettings` answer them, before and
+/// after the owner mutes the chat, adds the user as a contact and hides the bar.
+#[tokio::test]
+async fn full_user_agrees_with_the_peer_and_notify_settings() {
+    let s = TestServer::start().await;
+    let (alice, others, peers) = setup(&s, 619, 2).await;
+    let input_user = |i: usize| json!({"_": "inputUser", "user_id": others[i].user_id, "access_hash": peers[i]["access_hash"]});
+    async fn agrees(alice: &Device, user: Value, peer: Value) -> Value {
+        let full = alice.rpc("users.getFullUser", json!({"id": user})).await;
+        assert_eq!(full["_"], "users.userFull", "{full}");
+        let settings = alice
+            .rpc("messages.getPeerSettings", json!({"peer": peer}))
+            .await;
+        let notify = alice
+            .rpc(
+                "account.getNotifySettings",
+                json!({"peer": notify_peer(&peer)}),
+            )
+            .await;
+        let users = alice.rpc("users.getUsers", json!({"id": [user]})).await;
+        assert_eq!(
+            full,
+            json!({"_": "users.userFull", "full_user": {"_": "userFull", "id": users[0]["id"],
+                "settings": settings["settings"], "notify_settings": notify,
+                "common_chats_count": 0}, "chats": [], "users": users})
+        );
+        full
+    }
+    let from = pts(&alice).await;
+    let stranger = agrees(&alice, input_user(0), peers[0].clone()).await;
+    assert_eq!(stranger["full_user"]["settings"]["add_contact"], true);
+    let me = agrees(&alice, json!({"_": "inputUserSelf"}), self_peer()).await;
+    assert_eq!(me["users"][0]["self"], true);
+    assert_eq!(me["full_user"]["settings"]["add_contact"], false);
+    assert_eq!(pts(&alice).await, from, "a read appends nothing");
+
+    let forever = i64::from(i32::MAX);
+    alice
+        .rpc(
+            "account.updateNotifySettings",
+            mute(&peers[0], json!({"mute_until": forever})),
+        )
+        .await;
+    alice
+        .rpc(
+            "contacts.addContact",
+            json!({"id": input_user(0), "first_name": "Zed", "last_name": ""}),
+        )
+        .await;
+    alice
+        .rpc("messages.hidePeerSettingsBar", json!({"peer": peers[1]}))
+        .await;
+    let contact = agrees(&alice, input_user(0), peers[0].clone()).await;
+    assert_eq!(
+        contact["full_user"]["notify_settings"]["mute_until"],
+        forever
+    );
+    assert_eq!(contact["users"][0]["first_name"], "Zed");
+    assert_eq!(contact["full_user"]["settings"]["add_contact"], false);
+    let hidden = agrees(&alice, input_user(1), peers[1].clone()).await;
+    assert_eq!(hidden["full_user"]["settings"]["report_spam"], false);
+
+    // Refusals: a forged access hash, no user, parameters that do not parse.
+    let forged = json!({"_": "inputUser", "user_id": others[0].user_id, "access_hash": 1});
+    let (status, e) = alice
+        .rpc_err("users.getFullUser", json!({"id": forged}))
+        .await;
+    assert_eq!((status, e.as_str()), (400, "PEER_ID_INVALID"));
+    for id in [
+        json!({"_": "inputUserEmpty"}),
+        json!({"_": "inputUserFromMessage",
+        "peer": {"_": "inputPeerSelf"}, "msg_id": 1, "user_id": 2}),
+    ] {
+        let (status, e) = alice.rpc_err("users.getFullUser", json!({"id": id})).await;
+        assert_eq!((status, e.as_str()), (400, "USER_ID_INVALID"), "{id}");
+    }
+    let (status, e) = alice.rpc_err("users.getFullUser", json!({})).await;
+    assert_eq!((status, e.as_str()), (400, "INPUT_REQUEST_INVALID"));
+    s.stop().await;
+}
