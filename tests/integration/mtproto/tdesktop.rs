@@ -753,10 +753,79 @@ async fn telegram_desktop_signs_in_and_chats() {
         "calls answered with errors"
     );
 
+    // 7. A second Telegram Desktop (another workdir and display, the same account) signs in as
+    // another device and shows the same chat.
+    let mut b = tokio::task::block_in_place(|| Desktop::new(&ns, &dir, &binary, "b", 8));
+    let mark = log.calls().len();
+    tokio::task::block_in_place(|| b.start());
+    // Its window is up; the welcome screen takes keys once it has its config.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    b.keys(&["Return"]);
+    log.wait_call(mark, "auth.exportLoginToken", None).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    b.keys(&["Return"]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    b.type_text(DESK_NATIONAL);
+    b.keys(&["Return"]);
+    log.wait_call(mark, "auth.sendCode", None).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    b.type_text("12345");
+    let b_state = log
+        .wait_call(mark, "updates.getState", Some(desk_user))
+        .await;
+    assert_ne!(b_state.key, me.key, "a device of its own");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mark = log.calls().len();
+    b.open_first_chat();
+    let history = log
+        .wait_call(mark, "messages.getHistory", Some(desk_user))
+        .await;
+    assert_eq!(history.key, b_state.key);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    b.shot(12, "same-chat");
+
+    // 8. Closed while a send, an edit, a deletion (the second account) and a read (the first
+    // Telegram Desktop, whose chat is open) happen; started again it shows them.
+    tokio::task::block_in_place(|| b.quit());
+    let later = other
+        .send(&desk_peer, "Sent while the second one was closed")
+        .await;
+    let doomed = other.send(&desk_peer, "Deleted while it was closed").await;
+    other
+        .rpc(
+            "messages.editMessage",
+            json!({"peer": desk_peer, "id": later, "message": "Sent and edited while the second one was closed"}),
+        )
+        .await;
+    other.wait_read(&desk_peer, doomed).await;
+    other
+        .rpc(
+            "messages.deleteMessages",
+            json!({"revoke": true, "id": [doomed]}),
+        )
+        .await;
+    let mark = log.calls().len();
+    tokio::task::block_in_place(|| b.start());
+    log.wait_call(mark, "messages.getDialogs", Some(desk_user))
+        .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mark = log.calls().len();
+    b.open_first_chat();
+    log.wait_call(mark, "messages.getHistory", Some(desk_user))
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    b.shot(13, "caught-up");
+    assert_eq!(
+        unexpected(log.errors()),
+        Vec::<String>::new(),
+        "calls answered with errors"
+    );
+
     eprintln!(
         "telegram_desktop_signs_in_and_chats: {:?}",
         started.elapsed()
     );
+    drop(b);
     drop(a);
     drop(ns);
     let _ = std::fs::remove_file(&binary);
