@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use ptslog_tests::Device;
+
 use super::Setup;
 
 /// The Debian packages the test needs, and a file each installs.
@@ -450,32 +452,14 @@ impl ServerLog {
     }
 }
 
-/// The second account, over the JSON API.
-struct Other {
-    http: reqwest::Client,
-    base: String,
-    token: String,
-}
+/// The second account, over the JSON API (the harness's device, and what this test waits for).
+struct Other(Device);
 
 impl Other {
-    async fn rpc(&self, method: &str, body: Value) -> Value {
-        let r = self
-            .http
-            .post(format!("{}/v1/rpc/{method}", self.base))
-            .bearer_auth(&self.token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{method}: {e}"));
-        let status = r.status();
-        let v: Value = r.json().await.unwrap_or_default();
-        assert_eq!(status, 200, "{method}: {v}");
-        v
-    }
-
     /// The read outbox max id of the chat with `peer`: how far the TDesktop account has read.
     async fn read_outbox(&self, peer: &Value) -> i64 {
         let d = self
+            .0
             .rpc(
                 "messages.getPeerDialogs",
                 json!({"peers": [{"_": "inputDialogPeer", "peer": peer}]}),
@@ -495,18 +479,19 @@ impl Other {
         }
     }
 
-    /// Waits until the history with `peer` has an incoming message with `text`; its id.
-    async fn wait_message(&self, peer: &Value, text: &str) -> i64 {
+    /// Waits until the history with `peer` has a message with `text`.
+    async fn wait_message(&self, peer: &Value, text: &str) {
         let deadline = Instant::now() + CLIENT_WAIT;
         loop {
             let h = self
+                .0
                 .rpc("messages.getHistory", json!({"peer": peer, "limit": 20}))
                 .await;
-            if let Some(m) = h["messages"]
+            if h["messages"]
                 .as_array()
-                .and_then(|ms| ms.iter().find(|m| m["message"] == text))
+                .is_some_and(|ms| ms.iter().any(|m| m["message"] == text))
             {
-                return m["id"].as_i64().expect("id");
+                return;
             }
             assert!(
                 Instant::now() < deadline,
@@ -516,21 +501,30 @@ impl Other {
         }
     }
 
+    /// Sends `text`; its id.
     async fn send(&self, peer: &Value, text: &str) -> i64 {
-        let sent = self
-            .rpc(
-                "messages.sendMessage",
-                json!({"peer": peer, "message": text, "random_id": rand::random::<i64>()}),
-            )
-            .await;
+        let sent = self.0.send(peer, text).await;
         sent["id"]
             .as_i64()
-            .or_else(|| {
-                sent["updates"].as_array()?.iter().find_map(|u| {
-                    (u["_"] == "updateNewMessage").then(|| u["message"]["id"].as_i64())?
-                })
-            })
-            .unwrap_or_else(|| panic!("sent message id: {sent}"))
+            .unwrap_or_else(|| panic!("updateShortSentMessage: {sent}"))
+    }
+
+    async fn edit(&self, peer: &Value, id: i64, text: &str) {
+        self.0
+            .rpc(
+                "messages.editMessage",
+                json!({"peer": peer, "id": id, "message": text}),
+            )
+            .await;
+    }
+
+    async fn delete(&self, id: i64) {
+        self.0
+            .rpc(
+                "messages.deleteMessages",
+                json!({"revoke": true, "id": [id]}),
+            )
+            .await;
     }
 }
 
@@ -612,11 +606,12 @@ async fn telegram_desktop_signs_in_and_chats() {
         .json()
         .await
         .expect("login body");
-    let other = Other {
-        http,
+    let other = Other(Device {
         base: setup.http(),
+        http,
         token: login["token"].as_str().expect("token").to_string(),
-    };
+        user_id: login["user_id"].as_i64().expect("user_id"),
+    });
 
     let ns = tokio::task::block_in_place(|| Namespace::start(&dir, setup.mt_port));
     let mut a = tokio::task::block_in_place(|| Desktop::new(&ns, &dir, &binary, "a", 7));
@@ -657,13 +652,8 @@ async fn telegram_desktop_signs_in_and_chats() {
     a.shot(5, "signed-in");
 
     // 2. A message from the second account arrives; the chat, opened, reads it.
-    let resolved = other
-        .rpc("contacts.resolvePhone", json!({"phone": DESK_PHONE}))
-        .await;
-    let u = &resolved["users"][0];
-    assert_eq!(u["id"], desk_user, "{resolved}");
-    let desk_peer =
-        json!({"_": "inputPeerUser", "user_id": u["id"], "access_hash": u["access_hash"]});
+    let desk_peer = other.0.peer_of(DESK_PHONE).await;
+    assert_eq!(desk_peer["user_id"], desk_user);
     let first = other.send(&desk_peer, "Hello from the other account").await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     a.shot(6, "message-arrived");
@@ -682,18 +672,8 @@ async fn telegram_desktop_signs_in_and_chats() {
     // 4. An edit and a deletion by the second account reach it.
     let doomed = other.send(&desk_peer, "This one will be deleted").await;
     other.wait_read(&desk_peer, doomed).await;
-    other
-        .rpc(
-            "messages.editMessage",
-            json!({"peer": desk_peer, "id": first, "message": "Hello (edited)"}),
-        )
-        .await;
-    other
-        .rpc(
-            "messages.deleteMessages",
-            json!({"revoke": true, "id": [doomed]}),
-        )
-        .await;
+    other.edit(&desk_peer, first, "Hello (edited)").await;
+    other.delete(doomed).await;
     let mark = log.calls().len();
     let probe = other
         .send(&desk_peer, "After the edit and the deletion")
@@ -715,18 +695,15 @@ async fn telegram_desktop_signs_in_and_chats() {
         .send(&desk_peer, "Deleted while you were offline")
         .await;
     other
-        .rpc(
-            "messages.editMessage",
-            json!({"peer": desk_peer, "id": offline, "message": "Sent (and edited) while you were offline"}),
+        .edit(
+            &desk_peer,
+            offline,
+            "Sent (and edited) while you were offline",
         )
         .await;
+    other.delete(doomed).await;
     other
-        .rpc(
-            "messages.deleteMessages",
-            json!({"revoke": true, "id": [doomed]}),
-        )
-        .await;
-    other
+        .0
         .rpc(
             "messages.readHistory",
             json!({"peer": desk_peer, "max_id": 0}),
@@ -810,18 +787,14 @@ async fn telegram_desktop_signs_in_and_chats() {
         .await;
     let doomed = other.send(&desk_peer, "Deleted while it was closed").await;
     other
-        .rpc(
-            "messages.editMessage",
-            json!({"peer": desk_peer, "id": later, "message": "Sent and edited while the second one was closed"}),
+        .edit(
+            &desk_peer,
+            later,
+            "Sent and edited while the second one was closed",
         )
         .await;
     other.wait_read(&desk_peer, doomed).await;
-    other
-        .rpc(
-            "messages.deleteMessages",
-            json!({"revoke": true, "id": [doomed]}),
-        )
-        .await;
+    other.delete(doomed).await;
     let mark = log.calls().len();
     tokio::task::block_in_place(|| b.start());
     log.wait_call(mark, "messages.getDialogs", Some(desk_user))
