@@ -819,7 +819,11 @@ async fn telegram_desktop_signs_in_and_chats() {
     drop(b);
     drop(a);
     drop(ns);
+    // Passed: the screenshots and the server's log stay; the client and its workdirs go.
     let _ = std::fs::remove_file(&binary);
+    for workdir in ["a", "b"] {
+        let _ = std::fs::remove_dir_all(dir.join(workdir));
+    }
     drop(server);
     drop(setup);
 }
