@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use ptslog_tests::code_receiver::{Answer, CodeReceiver};
 use ptslog_tests::Device;
 
 use super::Setup;
@@ -207,7 +208,17 @@ impl<'a> Desktop<'a> {
         let display = format!(":{n}");
         let xvfb = ns
             .command("Xvfb")
-            .args([&display, "-screen", "0", "1024x700x24", "-nolisten", "tcp"])
+            // -noreset: an X server resets when its last client leaves, and a client started
+            // again then may find no display.
+            .args([
+                &display,
+                "-screen",
+                "0",
+                "1024x700x24",
+                "-nolisten",
+                "tcp",
+                "-noreset",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -265,15 +276,23 @@ impl<'a> Desktop<'a> {
             .stderr(log)
             .spawn()
             .expect("telegram-desktop");
-        self.client = Some(child);
-        // Its window, mapped (start-up takes ~25 s here).
+        let mut child = child;
+        // Its window, mapped (start-up takes ~25 s here); an early exit says why.
+        let log = self.workdir.join("stdout.log");
         wait_blocking(CLIENT_WAIT, "the Telegram Desktop window", || {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "Telegram Desktop exited ({status}):\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
             self.x(
                 "xdotool",
                 &["search", "--onlyvisible", "--name", "Telegram"],
             )
             .is_ok_and(|w| !w.trim().is_empty())
         });
+        self.client = Some(child);
     }
 
     /// Quits the way a person does (`-quit` asks the running instance of this workdir to close).
@@ -564,11 +583,14 @@ async fn telegram_desktop_signs_in_and_chats() {
 
     let setup = Setup::fresh("tdesktop").await;
     let log = ServerLog(dir.join("server.log"));
+    // Codes go out as in production, to an SMS gateway's webhook: the client types what it got.
+    let sms = CodeReceiver::start(Answer::Ok).await;
     let mut server = super::Server(
         setup
             .command()
             // What help.getConfig tells the client: the forwarder in its namespace.
             .env("PTSLOG_MTPROTO_PUBLIC_ADDR", "127.0.0.1:443")
+            .env("PTSLOG_LOGIN_WEBHOOK_URL", &sms.url)
             .env("RUST_LOG", "warn,ptslog_server::mtproto::calls=debug")
             .env("NO_COLOR", "1")
             .stderr(std::fs::File::create(&log.0).expect("server log"))
@@ -634,7 +656,7 @@ async fn telegram_desktop_signs_in_and_chats() {
     log.wait_call(mark, "auth.sendCode", None).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     a.shot(3, "code");
-    a.type_text("12345");
+    a.type_text(&sms.code_for(DESK_PHONE).await);
     // A new phone: the sign-up form. Its first field has the focus; the form moves the focus to
     // the last name before it submits, which a window that is never active (no window manager)
     // does not take, so that field and the button are clicked.
@@ -751,6 +773,7 @@ async fn telegram_desktop_signs_in_and_chats() {
     // 7. A second Telegram Desktop (another workdir and display, the same account) signs in as
     // another device and shows the same chat.
     let mut b = tokio::task::block_in_place(|| Desktop::new(&ns, &dir, &binary, "b", 8));
+    let codes_before = sms.received().len();
     let mark = log.calls().len();
     tokio::task::block_in_place(|| b.start());
     // Its window is up; the welcome screen takes keys once it has its config.
@@ -764,7 +787,13 @@ async fn telegram_desktop_signs_in_and_chats() {
     b.keys(&["Return"]);
     log.wait_call(mark, "auth.sendCode", None).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    b.type_text("12345");
+    // The code of this sign-in, not the first client's.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sms.received().len() <= codes_before {
+        assert!(Instant::now() < deadline, "no code for the second client");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    b.type_text(&sms.code_for(DESK_PHONE).await);
     let b_state = log
         .wait_call(mark, "updates.getState", Some(desk_user))
         .await;
