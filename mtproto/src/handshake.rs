@@ -277,9 +277,12 @@ impl Handshake {
         let mut r = Reader::new(body);
         let id = r.u32()?;
         match (id, &self.state) {
-            // Only where an exchange starts: mid-exchange it would throw away the state the
-            // client's next step depends on (and make the server redo pq for nothing).
-            (REQ_PQ | REQ_PQ_MULTI, State::Start) => {
+            // Where an exchange starts, or right after resPQ: Telegram Desktop tests a new
+            // connection with a req_pq_multi whose resPQ it only checks, then starts its real
+            // exchange on it with another (nothing the server holds is lost yet: it made pq only).
+            // After req_DH_params it would throw away the DH state the client's next step
+            // depends on. Every req_pq counts against the address's handshake rate.
+            (REQ_PQ | REQ_PQ_MULTI, State::Start | State::Pq { .. }) => {
                 let nonce: [u8; 16] = r.array()?;
                 let server_nonce: [u8; 16] = random();
                 let pq = PqPair::generate();
@@ -468,6 +471,16 @@ mod tests {
     }
 
     fn finish(key: &ServerKey, hs: &mut Handshake, old: bool) -> (NewKey, [u8; 256]) {
+        finish_checking(key, hs, old, |_| {})
+    }
+
+    /// [`finish`], calling `mid` between server_DH_params_ok and set_client_DH_params.
+    fn finish_checking(
+        key: &ServerKey,
+        hs: &mut Handshake,
+        old: bool,
+        mid: impl FnOnce(&mut Handshake),
+    ) -> (NewKey, [u8; 256]) {
         let nonce: [u8; 16] = random();
         let mut w = Writer::new();
         w.u32(REQ_PQ_MULTI).raw(&nonce);
@@ -526,6 +539,7 @@ mod tests {
             data.push(0);
         }
         ige_encrypt(&mut data, &k, &iv);
+        mid(hs);
         let mut w = Writer::new();
         w.u32(SET_CLIENT_DH_PARAMS)
             .raw(&nonce)
@@ -564,27 +578,33 @@ mod tests {
     }
 
     #[test]
-    fn req_pq_is_accepted_only_where_an_exchange_starts() {
+    fn req_pq_starts_over_until_req_dh_params() {
         let key = ServerKey::generate().unwrap();
         let req_pq = |id: u32| {
             let mut w = Writer::new();
             w.u32(id).raw(&[1; 16]);
             w.buf
         };
-        for (first, again) in [
-            (REQ_PQ, REQ_PQ),
-            (REQ_PQ_MULTI, REQ_PQ),
-            (REQ_PQ, REQ_PQ_MULTI),
-        ] {
+        // Telegram Desktop's connection test: a req_pq_multi whose resPQ it only checks, then
+        // its real exchange on the same connection (which `finish` starts with another).
+        for first in [REQ_PQ, REQ_PQ_MULTI] {
             let mut hs = Handshake::default();
             assert!(matches!(
                 hs.handle(&key, &req_pq(first), 0),
                 Ok(Step::Reply(_))
             ));
-            assert_eq!(
-                hs.handle(&key, &req_pq(again), 0).unwrap_err(),
-                HandshakeError::Unexpected(again)
-            );
+            finish(&key, &mut hs, false);
+        }
+        // Once req_DH_params is answered the DH state is needed: a req_pq is refused and the
+        // exchange still finishes.
+        for again in [REQ_PQ, REQ_PQ_MULTI] {
+            let mut hs = Handshake::default();
+            finish_checking(&key, &mut hs, false, |hs| {
+                assert_eq!(
+                    hs.handle(&key, &req_pq(again), 0).unwrap_err(),
+                    HandshakeError::Unexpected(again)
+                );
+            });
         }
         // After a finished exchange another one may start on the same connection (TDesktop
         // creates its permanent and temporary keys one after the other).

@@ -33,6 +33,10 @@ pub enum Seen {
 #[derive(Debug, Default)]
 struct RecentIds {
     ids: VecDeque<i64>,
+    /// The API layer the client announced in this session: a client says it once per session
+    /// (Telegram Desktop does not repeat invokeWithLayer on the connections it opens after one
+    /// dropped), and every connection of the session answers in it.
+    layer: Option<i32>,
 }
 
 impl RecentIds {
@@ -194,6 +198,15 @@ impl SeenIds {
     pub fn contains(&self, msg_id: &i64) -> bool {
         lock(&self.ids).contains(*msg_id)
     }
+
+    /// The layer the session announced on any of its connections (see [`RecentIds`]).
+    pub fn layer(&self) -> Option<i32> {
+        lock(&self.ids).layer
+    }
+
+    pub fn set_layer(&self, layer: i32) {
+        lock(&self.ids).layer = Some(layer);
+    }
 }
 
 #[cfg(test)]
@@ -257,5 +270,17 @@ mod tests {
         assert_eq!(a.insert(3), Seen::Fresh);
         assert_eq!(cache.session(1, 1).insert(2), Seen::Duplicate);
         assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn a_session_keeps_its_layer_across_connections() {
+        let cache = Arc::new(ReplayCache::default());
+        let first = cache.session(1, 2);
+        assert_eq!(first.layer(), None);
+        first.set_layer(152);
+        // A new connection of the same key and session, which does not say its layer again.
+        assert_eq!(cache.session(1, 2).layer(), Some(152));
+        assert_eq!(cache.session(1, 3).layer(), None, "another session");
+        assert_eq!(cache.session(9, 2).layer(), None, "another key");
     }
 }

@@ -214,6 +214,11 @@ impl Session {
     }
 
     /// A session with rotating `salts` and the msg_ids every connection of it has seen.
+    /// The msg_ids (and layer) every connection of this key and session shares.
+    pub fn seen(&self) -> &SeenIds {
+        &self.seen
+    }
+
     pub fn shared(id: i64, salts: ServerSalts, seen: SeenIds) -> Self {
         Self {
             id,

@@ -14,6 +14,7 @@ mod keys;
 mod layer152;
 mod limits;
 mod raw;
+mod tdesktop;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -175,32 +176,34 @@ impl Setup {
     }
 
     fn spawn(&self) -> Server {
-        Server(
-            Command::new(&self.bin)
-                .arg("serve")
-                .env_remove("PTSLOG_CONFIG")
-                // The real clients type the development code 12345.
-                .env("PTSLOG_DEV_LOGIN", "true")
-                .env("DATABASE_URL", database_url(&self.db))
-                .env("REDIS_URL", redis_url())
-                .env("PTSLOG_REDIS_PREFIX", format!("test:{}:", self.db))
-                .env("PTSLOG_HTTP_ADDR", format!("127.0.0.1:{}", self.http_port))
-                .env("PTSLOG_MTPROTO_ADDR", format!("127.0.0.1:{}", self.mt_port))
-                .env("PTSLOG_DATA_DIR", &self.data_dir)
-                .env("PTSLOG_RELAY_SLOT", &self.slot)
-                .env("PTSLOG_SEND_RATE_PER_MINUTE", "0")
-                .env("PTSLOG_DB_MAX_CONNECTIONS", "8")
-                // Every client here connects from loopback, which is not exempt.
-                .env("PTSLOG_MTPROTO_HANDSHAKES_PER_MINUTE", "10000")
-                .env(
-                    "RUST_LOG",
-                    std::env::var("PTSLOG_TEST_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
-                )
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("spawning ptslog serve"),
-        )
+        Server(self.command().spawn().expect("spawning ptslog serve"))
+    }
+
+    /// `ptslog serve` as [`Setup::spawn`] starts it, for a test to add to.
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("serve")
+            .env_remove("PTSLOG_CONFIG")
+            // The real clients type the development code 12345.
+            .env("PTSLOG_DEV_LOGIN", "true")
+            .env("DATABASE_URL", database_url(&self.db))
+            .env("REDIS_URL", redis_url())
+            .env("PTSLOG_REDIS_PREFIX", format!("test:{}:", self.db))
+            .env("PTSLOG_HTTP_ADDR", format!("127.0.0.1:{}", self.http_port))
+            .env("PTSLOG_MTPROTO_ADDR", format!("127.0.0.1:{}", self.mt_port))
+            .env("PTSLOG_DATA_DIR", &self.data_dir)
+            .env("PTSLOG_RELAY_SLOT", &self.slot)
+            .env("PTSLOG_SEND_RATE_PER_MINUTE", "0")
+            .env("PTSLOG_DB_MAX_CONNECTIONS", "8")
+            // Every client here connects from loopback, which is not exempt.
+            .env("PTSLOG_MTPROTO_HANDSHAKES_PER_MINUTE", "10000")
+            .env(
+                "RUST_LOG",
+                std::env::var("PTSLOG_TEST_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        cmd
     }
 
     fn http(&self) -> String {

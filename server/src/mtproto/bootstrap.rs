@@ -117,6 +117,16 @@ fn default_answer(name: &str, request: &Value, now: i64) -> Option<Value> {
             json!({"_": "emojiListNotModified"})
         }
         "contacts.getStatuses" | "contacts.getSaved" => json!([]),
+        // Telegram Desktop 4.6.5 asks for these right after login and when a chat opens.
+        "help.getPremiumPromo" => json!({"_": "help.premiumPromo", "status_text": "",
+            "status_entities": [], "video_sections": [], "videos": [], "period_options": [],
+            "users": []}),
+        // Nothing is ever scheduled here.
+        "messages.getScheduledHistory" => {
+            json!({"_": "messages.messages", "messages": [], "chats": [], "users": []})
+        }
+        // Typing notices are not relayed to the peer (they are not in the log either).
+        "messages.setTyping" => json!(true),
         _ => return None,
     })
 }
@@ -190,7 +200,20 @@ const DEFAULT_ANSWERED: &[&str] = &[
     "account.getCollectibleEmojiStatuses",
     "account.getDefaultProfilePhotoEmojis",
     "account.getDefaultBackgroundEmojis",
+    "help.getPremiumPromo",
+    "messages.getScheduledHistory",
+    "messages.setTyping",
 ];
+
+/// Calls about things this server has none of (sticker sets, usernames), refused as Telegram
+/// refuses one that does not exist, which clients expect and handle.
+pub(super) fn refusal(name: &str) -> Option<(i32, &'static str)> {
+    match name {
+        "messages.getStickerSet" => Some((400, "STICKERSET_INVALID")),
+        "contacts.resolveUsername" => Some((400, "USERNAME_NOT_OCCUPIED")),
+        _ => None,
+    }
+}
 
 fn hex_random(n: usize) -> String {
     hex::encode((0..n).map(|_| rand::random::<u8>()).collect::<Vec<u8>>())

@@ -112,11 +112,21 @@ pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallEr
         );
         u.error
     })?;
-    tracing::debug!(method = %name, user = ?conn.caller.map(|c| c.user_id), "MTProto call");
+    tracing::debug!(
+        method = %name,
+        user = ?conn.caller.map(|c| c.user_id.get()),
+        key = ?conn.caller.map(|c| c.auth_key_id.0),
+        "MTProto call"
+    );
     if conn.device_unrecorded {
         conn.record_device().await;
     }
-    let answer = route(conn, &name, request).await?;
+    // Every refused call is logged with its method, so an operator (and the Telegram Desktop
+    // test) sees which calls of a client are not served as it expects.
+    let answer = route(conn, &name, request).await.map_err(|e| {
+        tracing::debug!(method = %name, code = e.code, error = %e.message, "MTProto call answered with an error");
+        e
+    })?;
     let mut w = Writer::new();
     encode_result(Schema::for_layer(conn.layer), &name, &answer, &mut w).map_err(|e| {
         tracing::error!(method = %name, error = %e, "answer did not encode as TL");
@@ -138,8 +148,11 @@ fn decode(
         constructor: unknown_constructor(conn, &e),
         error: CallError::undecodable(&e),
     })?;
-    if peeled.layer.is_some() {
-        conn.layer = peeled.layer;
+    if let Some(layer) = peeled.layer {
+        conn.layer = Some(layer);
+        if let Some(s) = &conn.session {
+            s.seen().set_layer(layer);
+        }
     }
     if peeled.without_updates {
         conn.without_updates();
@@ -261,6 +274,9 @@ async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, Cal
     let caller = conn
         .caller
         .ok_or_else(|| CallError::new(401, "AUTH_KEY_UNREGISTERED"))?;
+    if let Some((code, message)) = bootstrap::refusal(name) {
+        return Err(CallError::new(code, message));
+    }
     let app = conn.front.app.clone();
     // The table both fronts share; it holds the same per-account permit as the JSON front's
     // calls: an account's many connections (128 per address) cannot hold every database

@@ -352,6 +352,10 @@ impl Conn {
         self.handshake_deadline = None;
         if self.session.as_ref().map(|s| s.id) != Some(m.session_id) {
             let seen = self.front.replay.session(auth_key.id(), m.session_id);
+            // A session continued on a new connection answers in the layer it announced.
+            if let Some(layer) = seen.layer() {
+                self.layer = Some(layer);
+            }
             self.session = Some(Session::shared(m.session_id, salts, seen));
         }
         if let Some(c) = &mut self.caller {

@@ -170,6 +170,41 @@ async fn layer_152_calls_and_answers_as_tdesktop_4_6_5_makes_them() {
         .await
         .expect("messages.getDialogFilters#f19ed96d: a vector in 152");
     assert!(filters.is_array(), "{filters}");
+    // What the real Telegram Desktop 4.6.5 called next and was once refused (found by
+    // tests/integration/mtproto/tdesktop.rs): served, or refused as Telegram refuses a sticker
+    // set or username that does not exist.
+    let premium = s.call(json!({"_": "help.getPremiumPromo"})).await;
+    assert_eq!(
+        premium.map(|p| p["_"].clone()),
+        Ok(json!("help.premiumPromo"))
+    );
+    let scheduled = s
+        .call(
+            json!({"_": "messages.getScheduledHistory", "peer": {"_": "inputPeerSelf"}, "hash": 0}),
+        )
+        .await
+        .expect("messages.getScheduledHistory");
+    assert_eq!(
+        (scheduled["_"].clone(), scheduled["messages"].clone()),
+        (json!("messages.messages"), json!([])),
+        "152's messages.messages#8c718e87: {scheduled}"
+    );
+    let typing = s
+        .call(
+            json!({"_": "messages.setTyping", "peer": {"_": "inputPeerSelf"},
+            "action": {"_": "sendMessageTypingAction"}}),
+        )
+        .await;
+    assert_eq!(typing, Ok(json!(true)));
+    let sticker_set = s
+        .call(json!({"_": "messages.getStickerSet",
+            "stickerset": {"_": "inputStickerSetAnimatedEmoji"}, "hash": 0}))
+        .await;
+    assert_eq!(sticker_set, Err("STICKERSET_INVALID".to_string()));
+    let username = s
+        .call(json!({"_": "contacts.resolveUsername", "username": "premiumbot"}))
+        .await;
+    assert_eq!(username, Err("USERNAME_NOT_OCCUPIED".to_string()));
 
     let other_token = every_json_method(&mut s, &setup).await;
 
@@ -214,6 +249,24 @@ async fn layer_152_calls_and_answers_as_tdesktop_4_6_5_makes_them() {
         .map(|m| &m["message"])
         .collect();
     assert!(texts.contains(&&json!("to TDesktop")), "{diff}");
+
+    // A new connection continuing the session (TDesktop's after one dropped) does not say its
+    // layer again, and is still answered in 152.
+    let mut again = Session::new(
+        Conn::open(setup.mt_port, Kind::Abridged, true).await,
+        s.key.clone(),
+        s.salt,
+    );
+    again.id = s.id;
+    again.schema = exact;
+    let diff = again
+        .call(
+            json!({"_": "updates.getDifference", "pts": state["pts"], "date": state["date"],
+            "qts": -1}),
+        )
+        .await
+        .expect("updates.getDifference on the session's next connection, in 152");
+    assert_eq!(diff["_"], "updates.difference", "{diff}");
 }
 
 /// The pushed `Updates` (of any layer's constructor ids: each must decode with `schema` alone)
