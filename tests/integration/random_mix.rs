@@ -26,7 +26,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::difference::{catch_up, Replica};
+use crate::difference::{assert_folds_agree, catch_up, Replica};
 use crate::two_processes::{assert_dense, ptslog_binary, run_cli};
 
 const USERS: usize = 5;
@@ -701,23 +701,7 @@ async fn random_mix_keeps_every_invariant() {
         );
         let seen = replica.assert_matches(&a.devices[0], true).await;
         let (followed, polls) = &incremental[&i];
-        assert_eq!(
-            (followed.pts, &followed.messages, &followed.deleted),
-            (replica.pts, &replica.messages, &replica.deleted)
-        );
-        assert_eq!(
-            followed.dialogs, replica.dialogs,
-            "incremental and from-0 folds agree"
-        );
-        assert_eq!(followed.blocked, replica.blocked);
-        assert_eq!(
-            (&followed.pinned, &followed.filters, &followed.filter_order),
-            (&replica.pinned, &replica.filters, &replica.filter_order)
-        );
-        assert_eq!(
-            (&followed.notify, &followed.peer_settings),
-            (&replica.notify, &replica.peer_settings)
-        );
+        assert_folds_agree(followed, &replica);
         followed.assert_matches(&a.devices[1], false).await;
         eprintln!(
             "random_mix: user {i}: pts {}, {} pages from 0, {polls} incremental polls, {seen:?}, applied {:?}",
