@@ -74,6 +74,10 @@ pub(crate) struct Replica {
     pub notify: BTreeMap<i64, Value>,
     /// The last `peerSettings` each chat got.
     pub peer_settings: BTreeMap<i64, Value>,
+    /// Chats whose guess depends on where this fold's answers began and ended: a gap held a new
+    /// message of a chat that a deletion had emptied and an update without pts naming that chat
+    /// (a pin, an unread mark), in an order the answer does not give (see `apply_gap`).
+    pub order_guessed: BTreeSet<i64>,
 }
 
 pub(crate) fn peer_user(v: &Value) -> i64 {
@@ -95,6 +99,58 @@ fn id_list(v: &Value) -> Vec<i32> {
         .iter()
         .map(|x| x.as_i64().expect("id") as i32)
         .collect()
+}
+
+/// The chats an update without pts proves to have a dialog (see `Replica::existing_dialog`).
+fn dialogs_named(u: &Value) -> Vec<i64> {
+    match u["_"].as_str().unwrap_or_default() {
+        "updateDialogPinned" | "updateDialogUnreadMark" => vec![peer_user(&u["peer"]["peer"])],
+        "updatePinnedDialogs" => u["order"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| peer_user(&p["peer"]))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Two folds of the same log (one followed incrementally, one from 0) know the same: exactly, except
+/// where one of them had to guess the order of a gap (`order_guessed`): there both guesses must
+/// still share a possible state (each is checked against the server by `assert_matches`).
+pub(crate) fn assert_folds_agree(followed: &Replica, from0: &Replica) {
+    assert_eq!(
+        (followed.pts, &followed.messages, &followed.deleted),
+        (from0.pts, &from0.messages, &from0.deleted)
+    );
+    assert_eq!(
+        followed.dialogs.keys().collect::<Vec<_>>(),
+        from0.dialogs.keys().collect::<Vec<_>>(),
+        "both folds know the same chats"
+    );
+    for (peer, f) in &followed.dialogs {
+        let z = &from0.dialogs[peer];
+        if followed.order_guessed.contains(peer) || from0.order_guessed.contains(peer) {
+            assert!(
+                !f.candidates.is_disjoint(&z.candidates) && !f.org.is_disjoint(&z.org),
+                "the guesses of the chat with {peer} share a possible state: followed {f:?}, from 0 {z:?}"
+            );
+        } else {
+            assert_eq!(
+                f, z,
+                "incremental and from-0 folds agree on the chat with {peer}"
+            );
+        }
+    }
+    assert_eq!(followed.blocked, from0.blocked);
+    assert_eq!(
+        (&followed.pinned, &followed.filters, &followed.filter_order),
+        (&from0.pinned, &from0.filters, &from0.filter_order)
+    );
+    assert_eq!(
+        (&followed.notify, &followed.peer_settings),
+        (&from0.notify, &from0.peer_settings)
+    );
 }
 
 impl Replica {
@@ -169,15 +225,9 @@ impl Replica {
                 "{} at pts {pts} (pts_count {count}) starts before the previous event ends at {cursor} (+{blocked_since} blocks)",
                 u["_"]
             );
-            for _ in 0..gap {
-                let m = news.next().unwrap_or_else(|| {
-                    panic!("pts gap before {u}: {gap} pts not covered by new_messages (previous pts {cursor})")
-                });
-                self.apply_new_message(m);
-            }
-            for p in ptsless.drain(..) {
-                self.apply_update(p);
-            }
+            self.apply_gap(&mut news, gap, &mut ptsless, || {
+                format!("pts gap before {u}: {gap} pts not covered by new_messages (previous pts {cursor})")
+            });
             self.apply_update(u);
             cursor = pts;
             blocked_since = 0;
@@ -187,15 +237,9 @@ impl Replica {
             gap >= 0,
             "state pts {end} is before the last update's pts {cursor}"
         );
-        for _ in 0..gap {
-            let m = news.next().unwrap_or_else(|| {
-                panic!("state pts {end}: {gap} pts not covered by new_messages")
-            });
-            self.apply_new_message(m);
-        }
-        for p in ptsless.drain(..) {
-            self.apply_update(p);
-        }
+        self.apply_gap(&mut news, gap, &mut ptsless, || {
+            format!("state pts {end}: {gap} pts not covered by new_messages")
+        });
         assert!(
             news.next().is_none(),
             "more new_messages than pts between {} and {end}",
@@ -209,6 +253,37 @@ impl Replica {
         );
         self.pts = end;
         events
+    }
+
+    /// Applies one gap between updates that carry pts: its `gap` new messages, then the updates
+    /// without pts that sat among them.
+    ///
+    /// Where in the gap each update without pts was is not in the answer, so a chat that a deletion
+    /// emptied (`may_be_gone`) and that both gets a message and is named by such an update (a pin,
+    /// an unread mark) is ambiguous: pin-then-message means the dialog was kept (its old watermarks),
+    /// message-then-pin that the message may have re-created a removed dialog (watermarks from 0).
+    /// Applying the messages first keeps both possibilities (the guess stays sound), but a fold
+    /// whose answers split that gap elsewhere (a device following the log incrementally) knows the
+    /// order and keeps only one; such chats are listed in `order_guessed`.
+    fn apply_gap<'a>(
+        &mut self,
+        news: &mut impl Iterator<Item = &'a Value>,
+        gap: i32,
+        ptsless: &mut Vec<&Value>,
+        why: impl Fn() -> String,
+    ) {
+        let named: BTreeSet<i64> = ptsless.iter().flat_map(|u| dialogs_named(u)).collect();
+        for _ in 0..gap {
+            let m = news.next().unwrap_or_else(|| panic!("{}", why()));
+            let peer = peer_user(&m["peer_id"]);
+            if named.contains(&peer) && self.dialogs.get(&peer).is_some_and(|d| d.may_be_gone) {
+                self.order_guessed.insert(peer);
+            }
+            self.apply_new_message(m);
+        }
+        for p in ptsless.drain(..) {
+            self.apply_update(p);
+        }
     }
 
     fn apply_new_message(&mut self, m: &Value) {
@@ -1453,5 +1528,86 @@ async fn long_difference_comes_in_slices_of_100() {
     let over = get_difference(&c2, 149).await;
     assert_eq!(diff_kind(&over), "updates.differenceSlice");
     assert_eq!(over["intermediate_state"]["pts"], 249);
+    s.stop().await;
+}
+
+/// Found by the mix (seed 7): a chat emptied by `deleteMessages` (the dialog stays), then pinned
+/// (`updateDialogPinned`, no pts), then a new message. A device that followed the log saw the pin
+/// before the message and knows the dialog was kept; a device reading it from 0 gets the pin and the
+/// message in one gap, in no stated order, so for it the message may have re-created a removed
+/// dialog (watermarks from 0). Both guesses hold the server's row; they differ only there.
+#[tokio::test]
+async fn a_pin_and_a_message_in_one_gap_after_an_emptying_delete() {
+    let s = TestServer::start().await;
+    let a1 = s.login("+15550121", "Alice").await;
+    let a2 = s.login("+15550121", "Alice").await;
+    let bob = s.login("+15550122", "Bob").await;
+    let to_bob = a1.peer_of("+15550122").await;
+    let to_alice = bob.peer_of("+15550121").await;
+    let mut followed = Replica::new(a1.user_id);
+
+    bob.send(&to_alice, "b1").await; // 1 new (box 1, incoming)
+    a1.rpc("messages.readHistory", json!({"peer": to_bob, "max_id": 0}))
+        .await; // 2 read inbox up to 1
+    let del = a1
+        .rpc(
+            "messages.deleteMessages",
+            json!({"id": [1], "revoke": false}),
+        )
+        .await; // 3 delete: the chat is empty, its dialog stays
+    assert_eq!(
+        (del["pts"].as_i64(), del["pts_count"].as_i64()),
+        (Some(3), Some(1))
+    );
+    catch_up(&a2, &mut followed).await;
+    let pin = a1
+        .rpc(
+            "messages.toggleDialogPin",
+            json!({"pinned": true, "peer": {"_": "inputDialogPeer", "peer": to_bob}}),
+        )
+        .await; // 4 dialog_pinned (no pts in TL)
+    assert_eq!(pin["_"], "boolTrue");
+    catch_up(&a2, &mut followed).await;
+    bob.send(&to_alice, "b2").await; // 5 new (box 2)
+    catch_up(&a2, &mut followed).await;
+
+    // The server kept the dialog: its read watermark survived the delete and the pin.
+    let dialogs = all_dialogs(&a1).await;
+    assert_eq!(dialogs.len(), 1);
+    let d = &dialogs[0].0;
+    assert_eq!(
+        (
+            d["read_inbox_max_id"].as_i64(),
+            d["unread_count"].as_i64(),
+            d["pinned"].as_bool(),
+            d["top_message"].as_i64()
+        ),
+        (Some(1), Some(1), Some(true), Some(2))
+    );
+
+    let mut from0 = Replica::new(a1.user_id);
+    let pages = catch_up(&a2, &mut from0).await;
+    assert_eq!(pages, [("updates.difference".to_string(), 5)], "one answer");
+    let bob_id = bob.user_id;
+    assert_eq!(
+        followed.dialogs[&bob_id].candidates,
+        BTreeSet::from([(1, 0)]),
+        "the follower saw the pin first: the dialog was kept"
+    );
+    assert_eq!(
+        from0.dialogs[&bob_id].candidates,
+        BTreeSet::from([(0, 0), (1, 0)]),
+        "from 0, the message may have come first and re-created the dialog"
+    );
+    assert_eq!(
+        (
+            followed.order_guessed.len(),
+            from0.order_guessed.iter().collect::<Vec<_>>()
+        ),
+        (0, vec![&bob_id])
+    );
+    followed.assert_matches(&a2, true).await;
+    from0.assert_matches(&a2, true).await;
+    assert_folds_agree(&followed, &from0);
     s.stop().await;
 }
