@@ -6,6 +6,7 @@ pub mod log_export;
 pub mod login_codes;
 pub mod mtproto_keys;
 pub mod passwords;
+pub mod uploads;
 pub(crate) mod queries;
 pub(crate) mod rows;
 pub mod secrets;
