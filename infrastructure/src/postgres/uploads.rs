@@ -113,9 +113,11 @@ impl PendingUploads for PgPendingUploads {
         if delta > 0 && (bytes + delta) as u64 > quota.max_pending_bytes {
             return Ok(PartRecorded::OverQuota);
         }
+        // The inserted row is checked (bytes ≥ 0) even when it conflicts, so a smaller re-sent
+        // part's negative delta is only applied in the update.
         let file_bytes: i64 = sqlx::query_scalar(
             "INSERT INTO upload_files (user_id, file_id, total_parts, bytes, touched_at) \
-             VALUES ($1, $2, $3, $4, to_timestamp($5)) \
+             VALUES ($1, $2, $3, GREATEST($4, 0), to_timestamp($5)) \
              ON CONFLICT (user_id, file_id) DO UPDATE \
              SET bytes = upload_files.bytes + $4, touched_at = to_timestamp($5) \
              RETURNING bytes",
