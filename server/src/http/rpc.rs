@@ -79,6 +79,9 @@ pub const METHODS: &[&str] = &[
     "account.updatePasswordSettings",
     "account.getAuthorizations",
     "account.resetAuthorization",
+    // media: files
+    "upload.saveFilePart",
+    "upload.saveBigFilePart",
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
@@ -255,6 +258,17 @@ pub(crate) async fn dispatch(
         "account.resetAuthorization" => {
             let req = parse::<super::sessions::ResetAuthorization>(body)?;
             app.reset_authorization(c, req.hash).await?;
+            Ok(bool_value(true))
+        }
+        // media: files
+        "upload.saveFilePart" => {
+            let req = parse::<application::commands::save_file_part::SaveFilePart>(body)?;
+            app.save_file_part(c, req.into()).await?;
+            Ok(bool_value(true))
+        }
+        "upload.saveBigFilePart" => {
+            let req = parse::<application::commands::save_file_part::SaveBigFilePart>(body)?;
+            app.save_file_part(c, req.into()).await?;
             Ok(bool_value(true))
         }
         other => Err(RpcFailure(RpcError::method_invalid(other))),

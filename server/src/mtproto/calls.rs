@@ -320,6 +320,25 @@ async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, Cal
                 "users": [user],
             }))
         }
+        // media: files. The part's bytes go from the decoded call to the handler as they are,
+        // not through a second JSON encoding (what the dispatch table takes).
+        "upload.saveFilePart" | "upload.saveBigFilePart" => {
+            use application::commands::save_file_part::{SaveBigFilePart, SaveFilePart, SavePart};
+            let bad = |e: serde_json::Error| CallError::from(RpcError::bad_input(e.to_string()));
+            let part: SavePart = if name == "upload.saveFilePart" {
+                serde_json::from_value::<SaveFilePart>(request)
+                    .map_err(bad)?
+                    .into()
+            } else {
+                serde_json::from_value::<SaveBigFilePart>(request)
+                    .map_err(bad)?
+                    .into()
+            };
+            app.save_file_part(&caller, part)
+                .await
+                .map_err(|e| CallError::from(crate::http::reply::RpcFailure::from(e).0))?;
+            Ok(json!({"_": "boolTrue"}))
+        }
         _ if METHODS.contains(&name) => dispatch(&app, &caller, name, &params(request))
             .await
             .map_err(|e| CallError::from(e.0)),
