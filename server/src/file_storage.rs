@@ -65,7 +65,11 @@ impl FileStorage {
                     prefix: get("PTSLOG_S3_PREFIX").unwrap_or("").to_string(),
                 })
             }
-            other => return Err(anyhow!("PTSLOG_BLOB_STORE: expected fs or s3, got {other:?}")),
+            other => {
+                return Err(anyhow!(
+                    "PTSLOG_BLOB_STORE: expected fs or s3, got {other:?}"
+                ))
+            }
         };
         let mut upload_limits = UploadLimits::default();
         if let Some(v) = get("PTSLOG_UPLOAD_MAX_PENDING_BYTES") {
@@ -138,7 +142,10 @@ mod tests {
         };
         assert_eq!(settings.region, DEFAULT_S3_REGION);
         assert_eq!(settings.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
-        assert!(!format!("{settings:?}").contains("sk"), "the secret is not printed");
+        assert!(
+            !format!("{settings:?}").contains("sk"),
+            "the secret is not printed"
+        );
         for missing in 2..5 {
             let mut partial = full.to_vec();
             partial.remove(missing);
@@ -147,11 +154,10 @@ mod tests {
         let mut bad = full.to_vec();
         bad[1] = ("PTSLOG_S3_ENDPOINT", "ftp://x");
         assert!(FileStorage::from_vars(&vars(&bad), Path::new("/d")).is_err());
-        assert!(FileStorage::from_vars(
-            &vars(&[("PTSLOG_BLOB_STORE", "tape")]),
-            Path::new("/d")
-        )
-        .is_err());
+        assert!(
+            FileStorage::from_vars(&vars(&[("PTSLOG_BLOB_STORE", "tape")]), Path::new("/d"))
+                .is_err()
+        );
     }
 
     #[test]

@@ -54,7 +54,13 @@ fn bytes(len: usize, seed: u8) -> Vec<u8> {
 }
 
 /// PUTs one part; answers (status, error message or "").
-async fn put(d: &Device, file_id: i64, part: &str, total: Option<&str>, body: Vec<u8>) -> (u16, String) {
+async fn put(
+    d: &Device,
+    file_id: i64,
+    part: &str,
+    total: Option<&str>,
+    body: Vec<u8>,
+) -> (u16, String) {
     let mut url = format!("{}/v1/upload/{file_id}/{part}", d.base);
     if let Some(t) = total {
         url.push_str(&format!("?total_parts={t}"));
@@ -73,7 +79,13 @@ async fn put(d: &Device, file_id: i64, part: &str, total: Option<&str>, body: Ve
         assert_eq!(body, json!({"_": "boolTrue"}));
         (200, String::new())
     } else {
-        (status, body["error_message"].as_str().unwrap_or_default().to_string())
+        (
+            status,
+            body["error_message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
     }
 }
 
@@ -99,7 +111,12 @@ async fn upload_small(d: &Device, file_id: i64, data: &[u8], part_size: usize) -
         .rev()
         .collect();
     let n = parts.len() as i32;
-    futures::future::join_all(parts.into_iter().map(|(i, c)| put_ok(d, file_id, i, None, c))).await;
+    futures::future::join_all(
+        parts
+            .into_iter()
+            .map(|(i, c)| put_ok(d, file_id, i, None, c)),
+    )
+    .await;
     n
 }
 
@@ -173,7 +190,10 @@ async fn parts_in_any_order_in_parallel_and_resent(store: Store) {
     put_ok(&a, 77, 0, None, data[..128 * KIB].to_vec()).await;
     let file = small(77, 3, &md5_hex(&data));
     let up = take(&s, &a, &file).await.unwrap();
-    assert_eq!((up.key, up.size, up.name.as_str()), (BlobKey::of(&data), 300_000, "photo.jpg"));
+    assert_eq!(
+        (up.key, up.size, up.name.as_str()),
+        (BlobKey::of(&data), 300_000, "photo.jpg")
+    );
     assert_eq!(download(&s, &up.key).await, data);
     // A retried send naming the file again gets the same blob.
     assert_eq!(take(&s, &a, &file).await.unwrap(), up);
@@ -182,9 +202,21 @@ async fn parts_in_any_order_in_parallel_and_resent(store: Store) {
     assert_eq!(take(&s, &a, &small(78, 5, "")).await.unwrap().key, up.key);
     // Download ranges by Telegram's rules.
     let app = &s.app;
-    assert_eq!(app.read_file_part(&up.key, 4096, 4096, false).await.unwrap(), &data[4096..8192]);
-    assert_eq!(app.read_file_part(&up.key, 1024, 1024, true).await.unwrap(), &data[1024..2048]);
-    assert!(app.read_file_part(&up.key, 1 << 20, 4096, false).await.unwrap().is_empty());
+    assert_eq!(
+        app.read_file_part(&up.key, 4096, 4096, false)
+            .await
+            .unwrap(),
+        &data[4096..8192]
+    );
+    assert_eq!(
+        app.read_file_part(&up.key, 1024, 1024, true).await.unwrap(),
+        &data[1024..2048]
+    );
+    assert!(app
+        .read_file_part(&up.key, 1 << 20, 4096, false)
+        .await
+        .unwrap()
+        .is_empty());
     for (offset, limit, precise, error) in [
         (1024, 4096, false, FileError::OffsetInvalid),
         (0, 12 * KIB as i32, false, FileError::LimitInvalid),
@@ -196,7 +228,10 @@ async fn parts_in_any_order_in_parallel_and_resent(store: Store) {
             other => panic!("{offset} {limit}: {other:?}"),
         }
     }
-    match app.read_file_part(&BlobKey::of(b"nothing"), 0, 4096, false).await {
+    match app
+        .read_file_part(&BlobKey::of(b"nothing"), 0, 4096, false)
+        .await
+    {
         Err(AppError::File(FileError::FileIdInvalid)) => {}
         other => panic!("{other:?}"),
     }
@@ -221,7 +256,11 @@ async fn a_big_file_in_parallel_parts(store: Store) {
     let parts: Vec<Vec<u8>> = data.chunks(MAX_PART_BYTES).map(<[u8]>::to_vec).collect();
     let total = parts.len() as i32;
     assert_eq!(total, 21);
-    let mut queue: Vec<(i32, Vec<u8>)> = parts.into_iter().enumerate().map(|(i, p)| (i as i32, p)).collect();
+    let mut queue: Vec<(i32, Vec<u8>)> = parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (i as i32, p))
+        .collect();
     queue.reverse();
     let queue = std::sync::Mutex::new(queue);
     let worker = || async {
@@ -232,8 +271,14 @@ async fn a_big_file_in_parallel_parts(store: Store) {
         }
     };
     futures::future::join4(worker(), worker(), worker(), worker()).await;
-    assert_eq!(take(&s, &a, &small(-99, total, "")).await, Err("FILE_PARTS_INVALID".into()));
-    assert_eq!(take(&s, &a, &big(-99, total - 1)).await, Err("FILE_PARTS_INVALID".into()));
+    assert_eq!(
+        take(&s, &a, &small(-99, total, "")).await,
+        Err("FILE_PARTS_INVALID".into())
+    );
+    assert_eq!(
+        take(&s, &a, &big(-99, total - 1)).await,
+        Err("FILE_PARTS_INVALID".into())
+    );
     let up = take(&s, &a, &big(-99, total)).await.unwrap();
     assert_eq!((up.key, up.size), (BlobKey::of(&data), data.len() as u64));
     assert_eq!(download(&s, &up.key).await, data);
@@ -257,44 +302,98 @@ async fn every_part_error_at_its_boundary() {
     let kib = |n: usize| bytes(n * KIB, 3);
     // Part numbers.
     assert_eq!(put_err(&a, 1, -1, None, kib(1)).await, "FILE_PART_INVALID");
-    assert_eq!(put_err(&a, 1, MAX_FILE_PARTS, None, kib(1)).await, "FILE_PART_INVALID");
+    assert_eq!(
+        put_err(&a, 1, MAX_FILE_PARTS, None, kib(1)).await,
+        "FILE_PART_INVALID"
+    );
     put_ok(&a, 1, MAX_FILE_PARTS - 1, None, kib(1)).await;
-    assert_eq!(put(&a, 1, "x", None, kib(1)).await, (400, "FILE_PART_INVALID".into()));
+    assert_eq!(
+        put(&a, 1, "x", None, kib(1)).await,
+        (400, "FILE_PART_INVALID".into())
+    );
     // Sizes.
     assert_eq!(put_err(&a, 2, 0, None, Vec::new()).await, "FILE_PART_EMPTY");
-    assert_eq!(put_err(&a, 2, 0, None, bytes(MAX_PART_BYTES + 1, 0)).await, "FILE_PART_TOO_BIG");
+    assert_eq!(
+        put_err(&a, 2, 0, None, bytes(MAX_PART_BYTES + 1, 0)).await,
+        "FILE_PART_TOO_BIG"
+    );
     put_ok(&a, 2, 0, None, bytes(MAX_PART_BYTES, 0)).await;
     // Big files: the total, parts before the last of a full size, the total kept.
-    assert_eq!(put_err(&a, 3, 0, Some(0), kib(1)).await, "FILE_PARTS_INVALID");
-    assert_eq!(put_err(&a, 3, 0, Some(MAX_FILE_PARTS + 1), kib(1)).await, "FILE_PARTS_INVALID");
-    assert_eq!(put_err(&a, 3, 3, Some(3), kib(1)).await, "FILE_PART_INVALID");
-    assert_eq!(put_err(&a, 3, 1, Some(3), bytes(1000, 0)).await, "FILE_PART_SIZE_INVALID");
-    assert_eq!(put_err(&a, 3, 1, Some(3), kib(3)).await, "FILE_PART_SIZE_INVALID");
+    assert_eq!(
+        put_err(&a, 3, 0, Some(0), kib(1)).await,
+        "FILE_PARTS_INVALID"
+    );
+    assert_eq!(
+        put_err(&a, 3, 0, Some(MAX_FILE_PARTS + 1), kib(1)).await,
+        "FILE_PARTS_INVALID"
+    );
+    assert_eq!(
+        put_err(&a, 3, 3, Some(3), kib(1)).await,
+        "FILE_PART_INVALID"
+    );
+    assert_eq!(
+        put_err(&a, 3, 1, Some(3), bytes(1000, 0)).await,
+        "FILE_PART_SIZE_INVALID"
+    );
+    assert_eq!(
+        put_err(&a, 3, 1, Some(3), kib(3)).await,
+        "FILE_PART_SIZE_INVALID"
+    );
     put_ok(&a, 3, 1, Some(3), kib(4)).await;
     put_ok(&a, 3, 2, Some(3), bytes(1000, 0)).await;
-    assert_eq!(put_err(&a, 3, 0, Some(4), kib(4)).await, "FILE_PARTS_INVALID");
+    assert_eq!(
+        put_err(&a, 3, 0, Some(4), kib(4)).await,
+        "FILE_PARTS_INVALID"
+    );
     assert_eq!(put_err(&a, 3, 0, None, kib(4)).await, "FILE_PARTS_INVALID");
-    assert_eq!(put(&a, 3, "0", Some("many"), kib(4)).await, (400, "FILE_PARTS_INVALID".into()));
-    assert_eq!(take(&s, &a, &big(3, 3)).await, Err("FILE_PART_0_MISSING".into()));
+    assert_eq!(
+        put(&a, 3, "0", Some("many"), kib(4)).await,
+        (400, "FILE_PARTS_INVALID".into())
+    );
+    assert_eq!(
+        take(&s, &a, &big(3, 3)).await,
+        Err("FILE_PART_0_MISSING".into())
+    );
     put_ok(&a, 3, 0, Some(3), kib(4)).await;
     assert_eq!(take(&s, &a, &big(3, 3)).await.unwrap().size, 9192);
 
     // At assembly: missing parts, sizes, counts, md5, names.
     put_ok(&a, 4, 0, None, kib(4)).await;
     put_ok(&a, 4, 2, None, kib(1)).await;
-    assert_eq!(take(&s, &a, &small(4, 3, "")).await, Err("FILE_PART_1_MISSING".into()));
-    assert_eq!(take(&s, &a, &small(4, 4, "")).await, Err("FILE_PART_1_MISSING".into()));
+    assert_eq!(
+        take(&s, &a, &small(4, 3, "")).await,
+        Err("FILE_PART_1_MISSING".into())
+    );
+    assert_eq!(
+        take(&s, &a, &small(4, 4, "")).await,
+        Err("FILE_PART_1_MISSING".into())
+    );
     put_ok(&a, 4, 1, None, kib(8)).await;
-    assert_eq!(take(&s, &a, &small(4, 3, "")).await, Err("FILE_PART_SIZE_INVALID".into()));
-    assert_eq!(take(&s, &a, &small(4, 4, "")).await, Err("FILE_PART_3_MISSING".into()));
-    assert_eq!(take(&s, &a, &small(4, 2, "")).await, Err("FILE_PARTS_INVALID".into()));
+    assert_eq!(
+        take(&s, &a, &small(4, 3, "")).await,
+        Err("FILE_PART_SIZE_INVALID".into())
+    );
+    assert_eq!(
+        take(&s, &a, &small(4, 4, "")).await,
+        Err("FILE_PART_3_MISSING".into())
+    );
+    assert_eq!(
+        take(&s, &a, &small(4, 2, "")).await,
+        Err("FILE_PARTS_INVALID".into())
+    );
     put_ok(&a, 4, 1, None, kib(4)).await;
     let data: Vec<u8> = [kib(4), kib(4), kib(1)].concat();
     for bad in [md5_hex(b"other"), "abc".to_string(), "z".repeat(32)] {
-        assert_eq!(take(&s, &a, &small(4, 3, &bad)).await, Err("MD5_CHECKSUM_INVALID".into()));
+        assert_eq!(
+            take(&s, &a, &small(4, 3, &bad)).await,
+            Err("MD5_CHECKSUM_INVALID".into())
+        );
     }
     for parts in [0, MAX_FILE_PARTS + 1] {
-        assert_eq!(take(&s, &a, &small(4, parts, "")).await, Err("FILE_PARTS_INVALID".into()));
+        assert_eq!(
+            take(&s, &a, &small(4, parts, "")).await,
+            Err("FILE_PARTS_INVALID".into())
+        );
     }
     let mut named = small(4, 3, "");
     if let InputFile::Small { name, .. } = &mut named {
@@ -302,15 +401,23 @@ async fn every_part_error_at_its_boundary() {
     }
     assert_eq!(take(&s, &a, &named).await, Err("FILE_NAME_INVALID".into()));
     // The md5 in upper case is the same md5.
-    let up = take(&s, &a, &small(4, 3, &md5_hex(&data).to_uppercase())).await.unwrap();
+    let up = take(&s, &a, &small(4, 3, &md5_hex(&data).to_uppercase()))
+        .await
+        .unwrap();
     assert_eq!(up.key, BlobKey::of(&data));
 
     // A small file is at most 10 MiB: 20 parts of 512 KiB, not one byte more.
     for i in 0..20 {
         put_ok(&a, 5, i, None, bytes(MAX_PART_BYTES, i as u8)).await;
     }
-    assert_eq!(put_err(&a, 5, 20, None, bytes(1, 0)).await, "FILE_PARTS_INVALID");
-    assert_eq!(take(&s, &a, &small(5, 20, "")).await.unwrap().size, SMALL_FILE_MAX_BYTES);
+    assert_eq!(
+        put_err(&a, 5, 20, None, bytes(1, 0)).await,
+        "FILE_PARTS_INVALID"
+    );
+    assert_eq!(
+        take(&s, &a, &small(5, 20, "")).await.unwrap().size,
+        SMALL_FILE_MAX_BYTES
+    );
     s.stop().await;
 }
 
@@ -320,21 +427,39 @@ async fn the_rpc_methods_take_hex_parts() {
     let a = s.login("+15550004", "Ann").await;
     let part = bytes(2 * KIB, 4);
     let r = a
-        .rpc("upload.saveFilePart", json!({"file_id": "123", "file_part": 0, "bytes": hex::encode(&part[..KIB])}))
+        .rpc(
+            "upload.saveFilePart",
+            json!({"file_id": "123", "file_part": 0, "bytes": hex::encode(&part[..KIB])}),
+        )
         .await;
     assert_eq!(r, json!({"_": "boolTrue"}));
-    a.rpc("upload.saveBigFilePart", json!({"file_id": 124, "file_part": 0, "file_total_parts": 1, "bytes": hex::encode(&part)}))
-        .await;
+    a.rpc(
+        "upload.saveBigFilePart",
+        json!({"file_id": 124, "file_part": 0, "file_total_parts": 1, "bytes": hex::encode(&part)}),
+    )
+    .await;
     let (status, message) = a
-        .rpc_err("upload.saveFilePart", json!({"file_id": 123, "file_part": 0, "bytes": ""}))
+        .rpc_err(
+            "upload.saveFilePart",
+            json!({"file_id": 123, "file_part": 0, "bytes": ""}),
+        )
         .await;
     assert_eq!((status, message.as_str()), (400, "FILE_PART_EMPTY"));
     let (_, message) = a
-        .rpc_err("upload.saveFilePart", json!({"file_id": 123, "file_part": 0, "bytes": "not hex"}))
+        .rpc_err(
+            "upload.saveFilePart",
+            json!({"file_id": 123, "file_part": 0, "bytes": "not hex"}),
+        )
         .await;
     assert_eq!(message, "INPUT_REQUEST_INVALID");
-    assert_eq!(take(&s, &a, &small(123, 1, "")).await.unwrap().key, BlobKey::of(&part[..KIB]));
-    assert_eq!(take(&s, &a, &big(124, 1)).await.unwrap().key, BlobKey::of(&part));
+    assert_eq!(
+        take(&s, &a, &small(123, 1, "")).await.unwrap().key,
+        BlobKey::of(&part[..KIB])
+    );
+    assert_eq!(
+        take(&s, &a, &big(124, 1)).await.unwrap().key,
+        BlobKey::of(&part)
+    );
     // Without a device: refused, nothing staged.
     let resp = s
         .http
@@ -360,16 +485,25 @@ async fn pending_bytes_and_files_are_capped_per_account(store: Store) {
     put_ok(&a, 1, 1, None, part(2)).await;
     put_ok(&a, 2, 0, None, bytes(64 * KIB - 1, 3)).await;
     // One byte below the quota: one more byte fits, two do not.
-    assert_eq!(put_err(&a, 2, 1, None, bytes(2, 4)).await, "UPLOAD_QUOTA_EXCEEDED");
+    assert_eq!(
+        put_err(&a, 2, 1, None, bytes(2, 4)).await,
+        "UPLOAD_QUOTA_EXCEEDED"
+    );
     put_ok(&a, 2, 1, None, bytes(1, 4)).await;
     // At the quota, a re-sent part of the same size still fits; a third file does not.
     put_ok(&a, 1, 1, None, part(2)).await;
-    assert_eq!(put_err(&a, 3, 0, None, bytes(1, 5)).await, "UPLOAD_QUOTA_EXCEEDED");
+    assert_eq!(
+        put_err(&a, 3, 0, None, bytes(1, 5)).await,
+        "UPLOAD_QUOTA_EXCEEDED"
+    );
     // Another account has its own quota.
     put_ok(&b, 3, 0, None, part(6)).await;
     // Taking a file frees its bytes and its place.
     let data = [part(1), part(2)].concat();
-    assert_eq!(take(&s, &a, &small(1, 2, "")).await.unwrap().key, BlobKey::of(&data));
+    assert_eq!(
+        take(&s, &a, &small(1, 2, "")).await.unwrap().key,
+        BlobKey::of(&data)
+    );
     put_ok(&a, 3, 0, None, part(7)).await;
     s.stop().await;
 }
@@ -394,8 +528,15 @@ async fn pending_parts_expire(store: Store) {
     // Just inside the lifetime nothing goes (the clock may tick once meanwhile).
     assert_eq!(s.app.sweep_uploads(now + lifetime - 5).await.unwrap(), 0);
     assert!(take(&s, &a, &small(11, 1, "")).await.is_ok());
-    assert_eq!(s.app.sweep_uploads(now + lifetime + 5).await.unwrap(), 2, "the pending file and the taken one");
-    assert_eq!(take(&s, &a, &small(10, 1, "")).await, Err("FILE_PART_0_MISSING".into()));
+    assert_eq!(
+        s.app.sweep_uploads(now + lifetime + 5).await.unwrap(),
+        2,
+        "the pending file and the taken one"
+    );
+    assert_eq!(
+        take(&s, &a, &small(10, 1, "")).await,
+        Err("FILE_PART_0_MISSING".into())
+    );
     if let Store::Fs = store {
         let staged = ptslog_tests::blob_dir(&s.db).join("staging");
         let left: Vec<_> = walk(&staged);
@@ -403,7 +544,10 @@ async fn pending_parts_expire(store: Store) {
     }
     // The id can be used again from scratch.
     put_ok(&a, 10, 0, None, bytes(KIB, 3)).await;
-    assert_eq!(take(&s, &a, &small(10, 1, "")).await.unwrap().key, BlobKey::of(&bytes(KIB, 3)));
+    assert_eq!(
+        take(&s, &a, &small(10, 1, "")).await.unwrap().key,
+        BlobKey::of(&bytes(KIB, 3))
+    );
     s.stop().await;
 }
 
@@ -438,12 +582,21 @@ async fn file_ids_belong_to_their_account(store: Store) {
     let mine = bytes(5000, 1);
     put_ok(&a, 555, 0, None, mine.clone()).await;
     // Bob learned the id: it names nothing of his.
-    assert_eq!(take(&s, &b, &small(555, 1, "")).await, Err("FILE_PART_0_MISSING".into()));
+    assert_eq!(
+        take(&s, &b, &small(555, 1, "")).await,
+        Err("FILE_PART_0_MISSING".into())
+    );
     // His own upload under the same id does not touch Ann's.
     let his = bytes(3000, 2);
     put_ok(&b, 555, 0, None, his.clone()).await;
-    assert_eq!(take(&s, &b, &small(555, 1, "")).await.unwrap().key, BlobKey::of(&his));
-    assert_eq!(take(&s, &a, &small(555, 1, "")).await.unwrap().key, BlobKey::of(&mine));
+    assert_eq!(
+        take(&s, &b, &small(555, 1, "")).await.unwrap().key,
+        BlobKey::of(&his)
+    );
+    assert_eq!(
+        take(&s, &a, &small(555, 1, "")).await.unwrap().key,
+        BlobKey::of(&mine)
+    );
     s.stop().await;
 }
 

@@ -6,11 +6,11 @@ pub mod log_export;
 pub mod login_codes;
 pub mod mtproto_keys;
 pub mod passwords;
-pub mod uploads;
 pub(crate) mod queries;
 pub(crate) mod rows;
 pub mod secrets;
 pub mod store;
+pub mod uploads;
 pub mod write_tx;
 
 use std::time::Duration;

@@ -26,7 +26,9 @@ pub async fn put_part(
 ) -> Result<Json<Value>, RpcFailure> {
     let bad = |what: &str| RpcFailure(RpcError::bad_input(what.to_string()));
     let file_id: i64 = file_id.parse().map_err(|_| bad("file_id must be a long"))?;
-    let part: i32 = part.parse().map_err(|_| RpcFailure(RpcError::new(400, "FILE_PART_INVALID")))?;
+    let part: i32 = part
+        .parse()
+        .map_err(|_| RpcFailure(RpcError::new(400, "FILE_PART_INVALID")))?;
     let kind = match query.as_deref() {
         None | Some("") => UploadKind::Small,
         Some(q) => {
