@@ -22,6 +22,10 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 /// Files in `tmp/` older than this when the store opens were left by a process that died
 /// mid-write; younger ones may be another live process's (two instances on one folder).
 pub const STALE_TMP_AGE: Duration = Duration::from_secs(3600);
+/// A file's staging folder no part was saved into for this long belongs to an upload whose
+/// record expired long ago (the pending lifetime is 1 h, swept every 5 min): what is left there
+/// was orphaned by a crash between staging a part and recording it. Dropped when the store opens.
+pub const STALE_STAGING_AGE: Duration = Duration::from_secs(3 * 3600);
 
 #[derive(Debug, Clone)]
 pub struct FsBlobStore {
@@ -41,7 +45,36 @@ impl FsBlobStore {
         }
         let store = Self { root };
         store.drop_stale_tmp();
+        store.drop_stale_staging();
         Ok(store)
+    }
+
+    /// Removes `staging/<user>/<file_id>/` folders untouched for [`STALE_STAGING_AGE`] (a
+    /// folder's time changes whenever a part is renamed into it) and user folders left empty.
+    fn drop_stale_staging(&self) {
+        let now = SystemTime::now();
+        let old = |p: &Path| {
+            std::fs::metadata(p)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| now.duration_since(t).ok())
+                .is_some_and(|age| age > STALE_STAGING_AGE)
+        };
+        let Ok(users) = std::fs::read_dir(self.root.join("staging")) else {
+            return;
+        };
+        for user in users.flatten() {
+            let Ok(files) = std::fs::read_dir(user.path()) else {
+                continue;
+            };
+            for file in files.flatten() {
+                if old(&file.path()) {
+                    let _ = std::fs::remove_dir_all(file.path());
+                }
+            }
+            // Fails unless empty, which is the point.
+            let _ = std::fs::remove_dir(user.path());
+        }
     }
 
     pub fn root(&self) -> &Path {

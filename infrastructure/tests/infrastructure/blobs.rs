@@ -327,3 +327,30 @@ async fn fs_stale_temporary_files_are_dropped_on_open() {
     assert!(fresh.exists());
     b.clean();
 }
+
+#[tokio::test]
+async fn fs_orphaned_staging_folders_are_dropped_on_open() {
+    let b = Backend::fs();
+    let user = UserId::new(3).unwrap();
+    let name = |file_id: i64| StagedPart {
+        user,
+        file_id,
+        part: 0,
+        nonce: 1,
+    };
+    b.staging.put_part(&name(1), bytes(10, 1)).await.unwrap();
+    b.staging.put_part(&name(2), bytes(10, 2)).await.unwrap();
+    let orphan = b.files.join("staging").join("3").join("1");
+    let old = std::time::SystemTime::now() - infrastructure::blobs::fs::STALE_STAGING_AGE * 2;
+    std::fs::File::open(&orphan)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let reopened = FsBlobStore::open(&b.files).unwrap();
+    assert_eq!(reopened.read_part(&name(1)).await.unwrap(), None);
+    assert_eq!(
+        reopened.read_part(&name(2)).await.unwrap(),
+        Some(bytes(10, 2))
+    );
+    b.clean();
+}
