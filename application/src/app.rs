@@ -42,6 +42,8 @@ pub struct App {
     pub(crate) sign_in: Option<crate::commands::sign_in::SignInPorts>,
     /// Two-step verification's store (commands::two_step), given with `with_passwords`.
     pub(crate) passwords: Option<Arc<dyn Passwords>>,
+    /// File bytes: uploads, blobs, downloads (`media::file_ports`), given with `with_files`.
+    pub(crate) files: Option<crate::media::FilePorts>,
 }
 
 impl App {
@@ -65,6 +67,7 @@ impl App {
             account_requests,
             sign_in: None,
             passwords: None,
+            files: None,
         }
     }
 

@@ -88,6 +88,9 @@ pub struct Config {
     /// `PTSLOG_REDIS_CA_FILE`: the CA (PEM) that verifies a `rediss://` Redis, instead of the
     /// system's roots.
     pub redis_ca_file: Option<std::path::PathBuf>,
+    /// Where file bytes are kept and the upload quotas (`PTSLOG_BLOB_STORE`, `PTSLOG_BLOB_DIR`,
+    /// `PTSLOG_S3_*`, `PTSLOG_UPLOAD_*`; see `file_storage`).
+    pub file_storage: crate::file_storage::FileStorage,
 }
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
@@ -281,6 +284,10 @@ impl Config {
                 std::path::Path::new(get("PTSLOG_DATA_DIR").unwrap_or(".data")),
             )?,
             redis_ca_file: get("PTSLOG_REDIS_CA_FILE").map(Into::into),
+            file_storage: crate::file_storage::FileStorage::from_vars(
+                vars,
+                std::path::Path::new(get("PTSLOG_DATA_DIR").unwrap_or(".data")),
+            )?,
         })
     }
 }

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod events;
 pub mod feed;
+pub mod file_storage;
 pub mod gateway;
 pub mod http;
 pub mod metrics;

@@ -78,8 +78,43 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
     .with_sign_in(sign_in_ports(config, &pool)?)
     .with_passwords(Arc::new(
         infrastructure::postgres::passwords::PgPasswords::new(pool.clone()),
-    ));
+    ))
+    .with_files(file_ports(config, &pool)?);
     Ok((app, pool, store))
+}
+
+/// File bytes: the configured blob store (which also stages upload parts) and the Postgres
+/// bookkeeping of pending uploads.
+fn file_ports(config: &Config, pool: &PgPool) -> anyhow::Result<application::media::FilePorts> {
+    let (blobs, staging) = config.file_storage.open()?;
+    Ok(application::media::FilePorts {
+        blobs,
+        staging,
+        pending: Arc::new(infrastructure::postgres::uploads::PgPendingUploads::new(
+            pool.clone(),
+        )),
+        limits: config.file_storage.upload_limits,
+    })
+}
+
+/// How often expired pending uploads are swept (each instance sweeps; `SKIP LOCKED` keeps them
+/// apart). Small against the pending lifetime, so parts outlive it by at most this much.
+pub const UPLOAD_SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(300);
+
+async fn sweep_uploads(app: App) {
+    let mut every = tokio::time::interval(UPLOAD_SWEEP_INTERVAL);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        match app
+            .sweep_uploads(i64::from(application::clock::unix_now()))
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(files = n, "expired pending uploads swept"),
+            Err(e) => tracing::warn!(error = %e, "sweeping expired uploads failed"),
+        }
+    }
 }
 
 /// Sign-in codes: kept in Postgres, delivered by the webhook when configured, else by the
@@ -144,6 +179,8 @@ pub struct Running {
     pub mtproto_metrics: Arc<MtprotoMetrics>,
     /// Closes the live connections of devices logged out on any instance.
     pub device_endings: JoinHandle<()>,
+    /// Drops expired pending uploads every [`UPLOAD_SWEEP_INTERVAL`].
+    pub upload_sweep: JoinHandle<()>,
 }
 
 impl Running {
@@ -195,6 +232,7 @@ impl Running {
             task.abort();
         }
         self.device_endings.abort();
+        self.upload_sweep.abort();
         self.task.abort();
     }
 }
@@ -294,8 +332,10 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         pool.clone(),
         gateway.hub.clone(),
     ));
+    let upload_sweep = tokio::spawn(sweep_uploads(app.clone()));
     Ok(Running {
         device_endings,
+        upload_sweep,
         addr,
         admin_addr,
         app,

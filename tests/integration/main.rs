@@ -29,3 +29,4 @@ mod sessions;
 mod sign_in;
 mod two_processes;
 mod two_step;
+mod uploads;

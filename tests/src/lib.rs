@@ -158,10 +158,20 @@ pub fn test_config(db: &str) -> Config {
     vars.insert("PTSLOG_HTTP_ADDR".to_string(), "127.0.0.1:0".to_string());
     vars.insert("PTSLOG_SEND_RATE_PER_MINUTE".to_string(), "0".to_string());
     vars.insert("PTSLOG_DB_MAX_CONNECTIONS".to_string(), "8".to_string());
+    // Blobs and upload parts in a folder of this test's own (removed by `TestServer::stop`).
+    vars.insert(
+        "PTSLOG_BLOB_DIR".to_string(),
+        blob_dir(db).to_string_lossy().into_owned(),
+    );
     // The harness signs devices in with POST /v1/auth/login (development sign-in); tests of
     // production sign-in set `dev_login = false` (and `dev_login_code = None`).
     vars.insert("PTSLOG_DEV_LOGIN".to_string(), "true".to_string());
     Config::from_vars(&vars).expect("test config is valid")
+}
+
+/// The blob folder of the test server on database `db`.
+pub fn blob_dir(db: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("ptslog-blobs-{db}"))
 }
 
 /// A running server on its own database.
@@ -172,6 +182,9 @@ pub struct TestServer {
     pub db: String,
     pub pool: PgPool,
     pub http: reqwest::Client,
+    /// The server's application, for what no front exposes yet (taking an upload) or what a
+    /// test moves in time (sweeps).
+    pub app: application::App,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
@@ -196,6 +209,7 @@ impl TestServer {
             db,
             pool,
             http: reqwest::Client::new(),
+            app: running.app.clone(),
             task: running.task,
         }
     }
@@ -223,6 +237,7 @@ impl TestServer {
         self.task.abort();
         self.pool.close().await;
         drop_database(&self.db).await;
+        let _ = std::fs::remove_dir_all(blob_dir(&self.db));
     }
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod queries;
 pub(crate) mod rows;
 pub mod secrets;
 pub mod store;
+pub mod uploads;
 pub mod write_tx;
 
 use std::time::Duration;

@@ -25,6 +25,7 @@ use application::commands::dialog_filters::{
     ToggleDialogFilterTags, UpdateDialogFilter, UpdateDialogFiltersOrder,
 };
 use application::commands::pin_dialogs::{ReorderPinnedDialogs, ToggleDialogPin};
+use application::commands::save_file_part::{SaveBigFilePart, SaveFilePart};
 use application::commands::sessions::ResetAuthorization;
 use application::commands::two_step::UpdatePasswordSettings;
 use application::commands::{
@@ -136,6 +137,14 @@ methods! { |app, c|
     "account.getAuthorizations" => GetAuthorizations(_r: NoParams) => app.get_authorizations(c).await?,
     "account.resetAuthorization" => ResetAuthorization(r: ResetAuthorization) => {
         app.reset_authorization(c, r.hash).await?;
+        Bool(true)
+    },
+    "upload.saveFilePart" => SaveFilePart(r: SaveFilePart) => {
+        app.save_file_part(c, r.into()).await?;
+        Bool(true)
+    },
+    "upload.saveBigFilePart" => SaveBigFilePart(r: SaveBigFilePart) => {
+        app.save_file_part(c, r.into()).await?;
         Bool(true)
     },
 }

@@ -13,13 +13,14 @@ pub(crate) mod rpc;
 pub mod serve;
 mod sessions;
 pub mod updates;
+mod uploads;
 
 pub use crate::calls::METHODS;
 
 use std::sync::{Arc, OnceLock};
 
 use application::App;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::Router;
 use sqlx::PgPool;
 
@@ -59,6 +60,7 @@ pub fn router(state: HttpState) -> Router {
             post(sessions::reset_authorizations),
         )
         .route("/v1/rpc/{method}", post(rpc::rpc))
+        .route("/v1/upload/{file_id}/{part}", put(uploads::put_part))
         .route("/v1/updates", get(updates::updates))
         .route("/v1/mtproto/public-key", get(mtproto_public_key))
         .with_state(state);

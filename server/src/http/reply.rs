@@ -12,8 +12,10 @@ pub struct RpcFailure(pub RpcError);
 
 impl From<AppError> for RpcFailure {
     fn from(e: AppError) -> Self {
-        if let AppError::Store(inner) = &e {
-            tracing::error!(error = %inner, "storage failure");
+        match &e {
+            AppError::Store(inner) => tracing::error!(error = %inner, "storage failure"),
+            AppError::Blob(inner) => tracing::error!(error = %inner, "blob store failure"),
+            _ => {}
         }
         RpcFailure(RpcError::from(&e))
     }

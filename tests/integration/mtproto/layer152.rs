@@ -405,6 +405,9 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
         // No device has this hash: refused on its merits (tests/integration/mtproto/sessions.rs
         // ends real devices).
         json!({"_": "account.resetAuthorization", "hash": 1}),
+        // One part of each kind (the bytes hex, as the TL encoder takes them).
+        json!({"_": "upload.saveFilePart", "file_id": 41, "file_part": 0, "bytes": "ab".repeat(1024)}),
+        json!({"_": "upload.saveBigFilePart", "file_id": 42, "file_part": 0, "file_total_parts": 1, "bytes": "cd".repeat(1024)}),
         json!({"_": "messages.deleteMessages", "revoke": true, "id": [first_id]}),
         json!({"_": "messages.deleteHistory", "peer": me, "max_id": 0}),
     ];

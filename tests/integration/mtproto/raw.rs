@@ -586,6 +586,9 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
         // ends real devices).
         json!({"_": "account.resetAuthorization", "hash": 1}),
         json!({"_": "messages.getOutboxReadDate", "peer": other, "msg_id": 2}),
+        // One part of each kind (the bytes hex, as the TL encoder takes them).
+        json!({"_": "upload.saveFilePart", "file_id": 41, "file_part": 0, "bytes": "ab".repeat(1024)}),
+        json!({"_": "upload.saveBigFilePart", "file_id": 42, "file_part": 0, "file_total_parts": 1, "bytes": "cd".repeat(1024)}),
         json!({"_": "messages.deleteMessages", "revoke": true, "id": [1]}),
         json!({"_": "messages.deleteHistory", "peer": me, "max_id": 0}),
     ];
