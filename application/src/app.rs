@@ -42,6 +42,9 @@ pub struct App {
     pub(crate) sign_in: Option<crate::commands::sign_in::SignInPorts>,
     /// Two-step verification's store (commands::two_step), given with `with_passwords`.
     pub(crate) passwords: Option<Arc<dyn Passwords>>,
+    /// Photos and documents (commands::send_media, queries::get_file), given with `with_media`;
+    /// without them media calls answer `MEDIA_INVALID`.
+    pub(crate) media: Option<crate::media::MediaPorts>,
 }
 
 impl App {
@@ -65,6 +68,7 @@ impl App {
             account_requests,
             sign_in: None,
             passwords: None,
+            media: None,
         }
     }
 
@@ -78,6 +82,17 @@ impl App {
     /// permit after authenticating a call and hold it until its answer is ready.
     pub fn account_requests(&self) -> &AccountConcurrency {
         &self.account_requests
+    }
+
+    /// Media messages through these ports.
+    pub fn with_media(mut self, ports: crate::media::MediaPorts) -> Self {
+        self.media = Some(ports);
+        self
+    }
+
+    /// File references for media shown now.
+    pub(crate) fn file_refs(&self) -> crate::tl::FileRefs<'_> {
+        crate::tl::FileRefs::now(&self.keys)
     }
 
     pub fn access_hash_key(&self) -> &AccessHashKey {

@@ -9,6 +9,8 @@ mod connection;
 mod connection_slots;
 mod crypto_pool;
 mod handshake_rate;
+#[cfg(test)]
+mod media_tl_tests;
 pub mod limits;
 pub mod login_codes;
 pub mod metrics;
