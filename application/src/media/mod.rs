@@ -2,9 +2,23 @@
 //! uploaded file a media message refers to (docs/media.md).
 
 pub mod blob_port;
+pub mod catalog_port;
 pub mod input_file;
 pub mod photo_port;
+mod until_files;
 
 pub use blob_port::{BlobError, BlobStore};
+pub use catalog_port::{MediaCatalog, StoredMedia};
 pub use input_file::{InputFile, UploadedFile};
 pub use photo_port::{PhotoError, PhotoProcessor, PhotoSizeImage, ProcessedPhoto};
+
+use std::sync::Arc;
+
+/// What media messages need besides the store: the catalogue of photos and documents, the blob
+/// store their bytes are in, and the photo processor (given with [`crate::App::with_media`]).
+#[derive(Clone)]
+pub struct MediaPorts {
+    pub catalog: Arc<dyn MediaCatalog>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub photos: Arc<dyn PhotoProcessor>,
+}

@@ -14,6 +14,8 @@ use application::commands::{
     notify_settings::UpdateNotifySettings,
     pin_dialogs::{ReorderPinnedDialogs, ToggleDialogPin},
 };
+use application::commands::send_media::{SendMedia, SendMultiMedia, UploadMedia};
+use application::queries::get_file::GetFile;
 use application::queries::dialog_organization::{GetContacts, GetPeerSettings, GetPinnedDialogs};
 use application::queries::{
     get_blocked::GetBlocked, get_dialogs::GetDialogs, get_difference::GetDifference,
@@ -79,6 +81,11 @@ pub const METHODS: &[&str] = &[
     "account.updatePasswordSettings",
     "account.getAuthorizations",
     "account.resetAuthorization",
+    // media: messages
+    "messages.sendMedia",
+    "messages.sendMultiMedia",
+    "messages.uploadMedia",
+    "upload.getFile",
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
@@ -257,6 +264,13 @@ pub(crate) async fn dispatch(
             app.reset_authorization(c, req.hash).await?;
             Ok(bool_value(true))
         }
+        // media: messages
+        "messages.sendMedia" => ok(&app.send_media(c, parse::<SendMedia>(body)?).await?),
+        "messages.sendMultiMedia" => ok(&app
+            .send_multi_media(c, parse::<SendMultiMedia>(body)?)
+            .await?),
+        "messages.uploadMedia" => ok(&app.upload_media(c, parse::<UploadMedia>(body)?).await?),
+        "upload.getFile" => ok(&app.get_file(c, parse::<GetFile>(body)?).await?),
         other => Err(RpcFailure(RpcError::method_invalid(other))),
     }
 }
