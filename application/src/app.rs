@@ -42,9 +42,12 @@ pub struct App {
     pub(crate) sign_in: Option<crate::commands::sign_in::SignInPorts>,
     /// Two-step verification's store (commands::two_step), given with `with_passwords`.
     pub(crate) passwords: Option<Arc<dyn Passwords>>,
-    /// Photos and documents (commands::send_media, queries::get_file), given with `with_media`;
-    /// without them media calls answer `MEDIA_INVALID`.
-    pub(crate) media: Option<crate::media::MediaPorts>,
+    /// The catalogue of photos and documents (commands::send_media, queries::get_file), given
+    /// with `with_media_catalog`; without it media calls answer `MEDIA_INVALID`.
+    pub(crate) media_catalog: Option<Arc<dyn crate::media::MediaCatalog>>,
+    /// What making media from uploads needs, given with `with_media_making`; without it uploaded
+    /// media answers `MEDIA_INVALID` (media sent by id still works).
+    pub(crate) media_making: Option<crate::media::MediaMaking>,
 }
 
 impl App {
@@ -68,7 +71,8 @@ impl App {
             account_requests,
             sign_in: None,
             passwords: None,
-            media: None,
+            media_catalog: None,
+            media_making: None,
         }
     }
 
@@ -84,9 +88,15 @@ impl App {
         &self.account_requests
     }
 
-    /// Media messages through these ports.
-    pub fn with_media(mut self, ports: crate::media::MediaPorts) -> Self {
-        self.media = Some(ports);
+    /// Media messages through this catalogue.
+    pub fn with_media_catalog(mut self, catalog: Arc<dyn crate::media::MediaCatalog>) -> Self {
+        self.media_catalog = Some(catalog);
+        self
+    }
+
+    /// Media made from uploads through these ports.
+    pub fn with_media_making(mut self, making: crate::media::MediaMaking) -> Self {
+        self.media_making = Some(making);
         self
     }
 

@@ -78,6 +78,11 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
     .with_sign_in(sign_in_ports(config, &pool)?)
     .with_passwords(Arc::new(
         infrastructure::postgres::passwords::PgPasswords::new(pool.clone()),
+    ))
+    // Photos and documents (docs/media.md); making them from uploads also needs the blob store
+    // and the photo processor (`with_media_making`, wired with the upload adapters).
+    .with_media_catalog(Arc::new(
+        infrastructure::postgres::media_catalog::PgMediaCatalog::new(pool.clone()),
     ));
     Ok((app, pool, store))
 }

@@ -216,3 +216,134 @@ async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filte
     assert_eq!(carols[0]["fwd_from"]["from_id"]["user_id"], alice.user_id);
     s.stop().await;
 }
+
+fn input_photo(p: &Value) -> Value {
+    json!({"_": "inputMediaPhoto", "id": {"_": "inputPhoto", "id": p["id"],
+        "access_hash": p["access_hash"], "file_reference": p["file_reference"]}})
+}
+
+fn input_document(d: &Value) -> Value {
+    json!({"_": "inputMediaDocument", "id": {"_": "inputDocument", "id": d["id"],
+        "access_hash": d["access_hash"], "file_reference": d["file_reference"]}})
+}
+
+/// The message of the `n`th updateNewMessage of an `updates` answer.
+fn sent(answer: &Value, n: usize) -> Value {
+    answer["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["_"] == "updateNewMessage")
+        .nth(n)
+        .unwrap_or_else(|| panic!("no updateNewMessage #{n} in {answer}"))["message"]
+        .clone()
+}
+
+#[tokio::test]
+async fn media_is_sent_again_by_id_only_by_who_may_see_it() {
+    let s = TestServer::start().await;
+    let (alice, bob, carol, to_bob, to_carol) = three(&s).await;
+    let bob_to_alice = bob.peer_of(ALICE).await;
+    let catalog = PgMediaCatalog::new(s.pool.clone());
+    let a = UserId::new(alice.user_id).unwrap();
+    deliver(&s, &alice, &bob, "", voice(&catalog, a).await).await;
+    deliver(&s, &alice, &bob, "look", photo(&catalog, a).await).await;
+    let h = history(&bob, &bob_to_alice).await;
+    let (p, d) = (h[0]["media"]["photo"].clone(), h[1]["media"]["document"].clone());
+
+    // Bob sees both: he may send them on, to Carol, as a photo and a voice note again.
+    let random_id = rid();
+    let params = json!({"peer": bob.peer_of(super::send::CAROL).await, "media": input_photo(&p),
+        "message": "from Alice", "random_id": random_id});
+    let answer = bob.rpc("messages.sendMedia", params.clone()).await;
+    assert_eq!(answer["updates"][0]["_"], "updateMessageID", "{answer}");
+    assert_eq!(answer["updates"][0]["random_id"], random_id);
+    let m = sent(&answer, 0);
+    assert_eq!((m["media"]["photo"]["id"].clone(), m["message"].clone()), (p["id"].clone(), json!("from Alice")));
+    // A retry answers the same message and sends nothing more.
+    let again = bob.rpc("messages.sendMedia", params).await;
+    assert_eq!(sent(&again, 0)["id"], m["id"]);
+    let carols = history(&carol, &carol.peer_of(BOB).await).await;
+    assert_eq!(carols.len(), 1);
+    assert_eq!(carols[0]["media"]["photo"]["id"], p["id"]);
+    let v = bob
+        .rpc("messages.sendMedia", json!({"peer": {"_": "inputPeerSelf"}, "media": input_document(&d),
+            "message": "", "random_id": rid()}))
+        .await;
+    assert_eq!(sent(&v, 0)["media"]["voice"], true);
+    assert_eq!(sent(&v, 0)["media_unread"], false, "Saved Messages are read");
+
+    // Dave never saw them: whatever he learned, the answer is as for no such media.
+    let dave = s.login("+15550004", "Dave").await;
+    let dave_to_alice = dave.peer_of(ALICE).await;
+    for (media, error) in [(input_photo(&p), "PHOTO_INVALID"), (input_document(&d), "DOCUMENT_INVALID")] {
+        let (_, e) = dave
+            .rpc_err("messages.sendMedia", json!({"peer": dave_to_alice, "media": media,
+                "message": "", "random_id": rid()}))
+            .await;
+        assert_eq!(e, error);
+    }
+    // A wrong access hash, an unknown id, a forged or missing reference.
+    let mut wrong = p.clone();
+    wrong["access_hash"] = json!(p["access_hash"].as_i64().unwrap() ^ 1);
+    let mut unknown = p.clone();
+    unknown["id"] = json!(p["id"].as_i64().unwrap() + 1000);
+    let mut forged = p.clone();
+    forged["file_reference"] = json!("01".repeat(20));
+    let mut missing = p.clone();
+    missing["file_reference"] = json!("");
+    for (photo, error) in [
+        (&wrong, "PHOTO_INVALID"),
+        (&unknown, "PHOTO_INVALID"),
+        (&forged, "FILE_REFERENCE_EXPIRED"),
+        (&missing, "FILE_REFERENCE_EXPIRED"),
+    ] {
+        let (_, e) = bob
+            .rpc_err("messages.sendMedia", json!({"peer": bob_to_alice, "media": input_photo(photo),
+                "message": "", "random_id": rid()}))
+            .await;
+        assert_eq!(e, error, "{photo}");
+    }
+    // A photo named as a document and other InputMedia are refused.
+    let (_, e) = bob
+        .rpc_err("messages.sendMedia", json!({"peer": bob_to_alice, "media": input_document(&p),
+            "message": "", "random_id": rid()}))
+        .await;
+    assert_eq!(e, "DOCUMENT_INVALID");
+    let (_, e) = bob
+        .rpc_err("messages.sendMedia", json!({"peer": bob_to_alice, "message": "", "random_id": rid(),
+            "media": {"_": "inputMediaGeoPoint", "geo_point": {"_": "inputGeoPointEmpty"}}}))
+        .await;
+    assert_eq!(e, "MEDIA_INVALID");
+    let (_, e) = bob
+        .rpc_err("messages.sendMedia", json!({"peer": bob_to_alice, "message": "я".repeat(1025),
+            "random_id": rid(), "media": input_photo(&p)}))
+        .await;
+    assert_eq!(e, "MEDIA_CAPTION_TOO_LONG");
+    bob.rpc("messages.sendMedia", json!({"peer": bob_to_alice, "message": "я".repeat(1024),
+        "random_id": rid(), "media": input_photo(&p)}))
+        .await;
+
+    // An album of up to ten items shares one grouped_id in both boxes.
+    let item = |n: usize| json!({"media": input_photo(&p), "random_id": rid(), "message": format!("{n}")});
+    let album = bob
+        .rpc("messages.sendMultiMedia", json!({"peer": bob_to_alice,
+            "multi_media": (0..10).map(item).collect::<Vec<_>>()}))
+        .await;
+    let group = sent(&album, 0)["grouped_id"].clone();
+    assert!(group.as_i64().is_some_and(|g| g > 0), "{album}");
+    let alices = history(&alice, &to_bob).await;
+    assert!(alices[..10].iter().all(|m| m["grouped_id"] == group && m["media"]["photo"]["id"] == p["id"]));
+    assert!(alices[10].get("grouped_id").is_none());
+    let (_, e) = bob
+        .rpc_err("messages.sendMultiMedia", json!({"peer": bob_to_alice,
+            "multi_media": (0..11).map(item).collect::<Vec<_>>()}))
+        .await;
+    assert_eq!(e, "MULTI_MEDIA_TOO_LONG");
+    let (_, e) = bob
+        .rpc_err("messages.sendMultiMedia", json!({"peer": bob_to_alice, "multi_media": []}))
+        .await;
+    assert_eq!(e, "MEDIA_EMPTY");
+    let _ = to_carol;
+    s.stop().await;
+}

@@ -13,7 +13,8 @@ use domain::DomainError;
 use crate::clock::unix_now;
 use crate::error::AppError;
 use crate::media::{
-    BlobError, InputFile, MediaPorts, PhotoError, ProcessedPhoto, StoredMedia, UploadedFile,
+    BlobError, InputFile, MediaCatalog, MediaMaking, PhotoError, ProcessedPhoto, StoredMedia,
+    UploadedFile,
 };
 use crate::ports::StoreError;
 use crate::tl::{InputDocument, InputMedia, InputPhoto};
@@ -41,8 +42,16 @@ fn photo_failure(e: PhotoError) -> AppError {
 }
 
 impl App {
-    pub(crate) fn media_ports(&self) -> Result<&MediaPorts, AppError> {
-        self.media.as_ref().ok_or(DomainError::MediaInvalid.into())
+    pub(crate) fn media_catalog(&self) -> Result<&dyn MediaCatalog, AppError> {
+        self.media_catalog
+            .as_deref()
+            .ok_or(DomainError::MediaInvalid.into())
+    }
+
+    fn media_making(&self) -> Result<MediaMaking, AppError> {
+        self.media_making
+            .clone()
+            .ok_or(DomainError::MediaInvalid.into())
     }
 
     /// The media a message will carry, made or found for `caller`.
@@ -51,7 +60,7 @@ impl App {
         caller: &Caller,
         media: InputMedia,
     ) -> Result<MessageMedia, AppError> {
-        let ports = self.media_ports()?.clone();
+        let catalog = self.media_catalog()?;
         match media {
             InputMedia::UploadedPhoto {
                 spoiler,
@@ -64,15 +73,16 @@ impl App {
                 if live_photo {
                     return Err(DomainError::MediaInvalid.into());
                 }
+                let ports = self.media_making()?;
                 let uploaded = self.uploaded_file(caller, &file).await?;
                 if uploaded.size > MAX_PHOTO_UPLOAD_BYTES {
                     return Err(AppError::BadRequest("PHOTO_FILE_TOO_BIG"));
                 }
                 let processed = process(&ports, &uploaded).await?;
                 let sizes = store_sizes(&ports, processed.sizes).await?;
-                let id = ports.catalog.next_media_id().await?;
+                let id = catalog.next_media_id().await?;
                 let photo = Photo::new(id, rand::random(), unix_now(), sizes, processed.stripped)?;
-                ports.catalog.put_photo(caller.user_id, &photo).await?;
+                catalog.put_photo(caller.user_id, &photo).await?;
                 Ok(MessageMedia::Photo { photo, spoiler })
             }
             InputMedia::UploadedDocument {
@@ -97,6 +107,7 @@ impl App {
                 if attributes.file_name.is_none() && !file.name().is_empty() {
                     attributes.file_name = Some(document_attributes::file_name(file.name().into())?);
                 }
+                let ports = self.media_making()?;
                 let uploaded = self.uploaded_file(caller, &file).await?;
                 let (thumbs, stripped) = match thumb {
                     None => (Vec::new(), Vec::new()),
@@ -118,7 +129,7 @@ impl App {
                         (stored, processed.stripped)
                     }
                 };
-                let id = ports.catalog.next_media_id().await?;
+                let id = catalog.next_media_id().await?;
                 let size = i64::try_from(uploaded.size).map_err(|_| DomainError::MediaInvalid)?;
                 let document = Document::new(
                     id,
@@ -131,7 +142,7 @@ impl App {
                     thumbs,
                     stripped,
                 )?;
-                ports.catalog.put_document(caller.user_id, &document).await?;
+                catalog.put_document(caller.user_id, &document).await?;
                 Ok(MessageMedia::Document { document, spoiler })
             }
             InputMedia::Photo {
@@ -207,18 +218,18 @@ impl App {
         reference_hex: &str,
         kind: MediaKind,
     ) -> Result<StoredMedia, AppError> {
-        let ports = self.media_ports()?;
+        let catalog = self.media_catalog()?;
         let id = MediaId::new(id).ok_or(DomainError::FileIdInvalid)?;
         let found = match kind {
-            MediaKind::Photo => ports.catalog.photo(id).await?,
-            MediaKind::Document => ports.catalog.document(id).await?,
+            MediaKind::Photo => catalog.photo(id).await?,
+            MediaKind::Document => catalog.document(id).await?,
         };
         let hash = match &found {
             Some(StoredMedia::Photo { photo, .. }) => photo.access_hash,
             Some(StoredMedia::Document { document, .. }) => document.access_hash,
             None => return Err(DomainError::FileIdInvalid.into()),
         };
-        if hash != access_hash || !ports.catalog.visible_to(caller.user_id, id).await? {
+        if hash != access_hash || !catalog.visible_to(caller.user_id, id).await? {
             return Err(DomainError::FileIdInvalid.into());
         }
         let reference = hex::decode(reference_hex).unwrap_or_default();
@@ -262,7 +273,7 @@ fn refuse_ttl(ttl_seconds: Option<i32>) -> Result<(), AppError> {
 
 /// Reads an upload (bounded by its caller's size check) and cuts it into sizes on the blocking
 /// pool: decoding a 10 MB JPEG takes tens of milliseconds of CPU an async worker must not spend.
-async fn process(ports: &MediaPorts, file: &UploadedFile) -> Result<ProcessedPhoto, AppError> {
+async fn process(ports: &MediaMaking, file: &UploadedFile) -> Result<ProcessedPhoto, AppError> {
     let len = u32::try_from(file.size).map_err(|_| AppError::BadRequest("PHOTO_FILE_TOO_BIG"))?;
     let bytes = ports
         .blobs
@@ -279,7 +290,7 @@ async fn process(ports: &MediaPorts, file: &UploadedFile) -> Result<ProcessedPho
 /// Stores every cut size in the blob store (each complete once `put` returns) and answers them as
 /// the photo's sizes.
 async fn store_sizes(
-    ports: &MediaPorts,
+    ports: &MediaMaking,
     sizes: Vec<crate::media::PhotoSizeImage>,
 ) -> Result<Vec<PhotoSize>, AppError> {
     let mut out = Vec::with_capacity(sizes.len());

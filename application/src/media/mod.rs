@@ -14,11 +14,10 @@ pub use photo_port::{PhotoError, PhotoProcessor, PhotoSizeImage, ProcessedPhoto}
 
 use std::sync::Arc;
 
-/// What media messages need besides the store: the catalogue of photos and documents, the blob
-/// store their bytes are in, and the photo processor (given with [`crate::App::with_media`]).
+/// What making media from uploads needs: the blob store the sizes go to and the photo processor
+/// (given with [`crate::App::with_media_making`]).
 #[derive(Clone)]
-pub struct MediaPorts {
-    pub catalog: Arc<dyn MediaCatalog>,
+pub struct MediaMaking {
     pub blobs: Arc<dyn BlobStore>,
     pub photos: Arc<dyn PhotoProcessor>,
 }
