@@ -251,6 +251,21 @@ async fn media_is_sent_again_by_id_only_by_who_may_see_it() {
     let h = history(&bob, &bob_to_alice).await;
     let (p, d) = (h[0]["media"]["photo"].clone(), h[1]["media"]["document"].clone());
 
+    // An edit with new media replaces it in both boxes (and keeps the caption when none is given).
+    let mine = history(&alice, &to_bob).await;
+    let edited = alice
+        .rpc("messages.editMessage", json!({"peer": to_bob, "id": mine[0]["id"],
+            "media": input_document(&mine[1]["media"]["document"])}))
+        .await;
+    assert_eq!(edited["updates"][0]["message"]["media"]["document"]["id"], d["id"], "{edited}");
+    let theirs = history(&bob, &bob_to_alice).await[0].clone();
+    assert_eq!((theirs["message"].as_str(), &theirs["media"]["document"]["id"]), (Some("look"), &d["id"]));
+    alice
+        .rpc("messages.editMessage", json!({"peer": to_bob, "id": mine[0]["id"],
+            "media": input_photo(&mine[0]["media"]["photo"])}))
+        .await;
+    assert_eq!(history(&bob, &bob_to_alice).await[0]["media"]["photo"]["id"], p["id"]);
+
     // Bob sees both: he may send them on, to Carol, as a photo and a voice note again.
     let random_id = rid();
     let params = json!({"peer": bob.peer_of(super::send::CAROL).await, "media": input_photo(&p),

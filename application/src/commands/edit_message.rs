@@ -62,9 +62,16 @@ impl App {
         let peer = self.chat_peer(author, &req.peer)?.user_id(author);
 
         // Made before the transaction (no lock is held while a photo is processed); unused if the
-        // edit is then refused.
+        // edit is then refused. A text message cannot gain media (checked again under the lock):
+        // nothing is made for it.
         let new_media = match new_media {
-            Some(m) => Some(self.resolve_media(caller, m).await?),
+            Some(m) => {
+                let current = self.store.messages(author, &[id]).await?;
+                if current.first().is_some_and(|c| c.media.is_none()) {
+                    return Err(AppError::BadRequest("MEDIA_PREV_INVALID"));
+                }
+                Some(self.resolve_media(caller, m).await?)
+            }
             None => None,
         };
 
