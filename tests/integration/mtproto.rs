@@ -25,6 +25,17 @@ use sqlx::Connection;
 
 use crate::two_processes::ptslog_binary;
 
+/// The every-method lists name media that does not exist: these are its refusals on the merits.
+fn media_refused(method: &str, error: &str) -> bool {
+    matches!(
+        (method, error),
+        ("messages.sendMedia", "DOCUMENT_INVALID")
+            | ("messages.sendMultiMedia", "PHOTO_INVALID")
+            | ("messages.uploadMedia", "PHOTO_INVALID")
+            | ("upload.getFile", "FILE_ID_INVALID")
+    )
+}
+
 const TELETHON: &str = "1.45.0";
 const KURIGRAM: &str = "2.2.26";
 
