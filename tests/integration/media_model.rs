@@ -109,7 +109,7 @@ async fn search(d: &Device, peer: &Value, filter: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filters() {
-    let s = TestServer::start().await;
+    let s = TestServer::start_with(|c| ptslog_tests::with_admin(c, false)).await;
     let (alice, bob, carol, to_bob, _) = three(&s).await;
     let bob_to_alice = bob.peer_of(ALICE).await;
     let bob_to_carol = bob.peer_of(super::send::CAROL).await;
@@ -119,6 +119,24 @@ async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filte
     let photo_media = photo(&catalog, a).await;
     deliver(&s, &alice, &bob, "", voice_media.clone()).await;
     deliver(&s, &alice, &bob, "look", photo_media.clone()).await;
+
+    // The events export has the media in the payload, at payload version 2.
+    let export = s
+        .http
+        .get(format!("{}/admin/events?user={}&kind=new_message", s.admin_base, bob.user_id))
+        .bearer_auth(ptslog_tests::TEST_ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let records: Vec<Value> = export.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<(&Value, &Value)> = records
+        .iter()
+        .map(|r| (&r["payload_version"], &r["payload"]["message"]["media"]["type"]))
+        .collect();
+    assert_eq!(kinds, [(&json!(2), &json!("document")), (&json!(2), &json!("photo"))], "{export}");
 
     // History: newest first, each with its media, this server's DC and a fresh reference.
     let h = history(&bob, &bob_to_alice).await;
@@ -359,6 +377,16 @@ async fn media_is_sent_again_by_id_only_by_who_may_see_it() {
         .rpc_err("messages.sendMultiMedia", json!({"peer": bob_to_alice, "multi_media": []}))
         .await;
     assert_eq!(e, "MEDIA_EMPTY");
+    // Once Carol deletes her only message carrying the photo, she can no longer name it.
+    let carols = history(&carol, &carol.peer_of(BOB).await).await[0].clone();
+    carol
+        .rpc("messages.deleteMessages", json!({"id": [carols["id"]], "revoke": false}))
+        .await;
+    let (_, e) = carol
+        .rpc_err("messages.sendMedia", json!({"peer": {"_": "inputPeerSelf"}, "message": "",
+            "random_id": rid(), "media": input_photo(&carols["media"]["photo"])}))
+        .await;
+    assert_eq!(e, "PHOTO_INVALID");
     let _ = to_carol;
     s.stop().await;
 }
