@@ -134,7 +134,11 @@ fn media_columns(m: &OwnerMessage) -> Result<MediaColumns, ProjectionError> {
         what: "media",
         source,
     })?;
-    Ok((Some(json), Some(media.id().get()), Some(media.class().as_str())))
+    Ok((
+        Some(json),
+        Some(media.id().get()),
+        Some(media.class().as_str()),
+    ))
 }
 
 type Headers = (Option<serde_json::Value>, Option<serde_json::Value>);

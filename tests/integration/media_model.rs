@@ -22,7 +22,10 @@ use serde_json::{json, Value};
 use super::send::{difference, history, rid, three, ALICE, BOB};
 
 fn now() -> i32 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i32
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i32
 }
 
 async fn voice(catalog: &PgMediaCatalog, owner: UserId) -> MessageMedia {
@@ -34,11 +37,22 @@ async fn voice(catalog: &PgMediaCatalog, owner: UserId) -> MessageMedia {
     .unwrap();
     let id = catalog.next_media_id().await.unwrap();
     let document = Document::new(
-        id, rid(), now(), "audio/ogg", 4000, BlobKey::of(b"voice"), attributes, vec![], vec![],
+        id,
+        rid(),
+        now(),
+        "audio/ogg",
+        4000,
+        BlobKey::of(b"voice"),
+        attributes,
+        vec![],
+        vec![],
     )
     .unwrap();
     catalog.put_document(owner, &document).await.unwrap();
-    MessageMedia::Document { document, spoiler: false }
+    MessageMedia::Document {
+        document,
+        spoiler: false,
+    }
 }
 
 async fn photo(catalog: &PgMediaCatalog, owner: UserId) -> MessageMedia {
@@ -49,7 +63,10 @@ async fn photo(catalog: &PgMediaCatalog, owner: UserId) -> MessageMedia {
     ];
     let photo = Photo::new(id, rid(), now(), sizes, vec![1, 40, 40, 0]).unwrap();
     catalog.put_photo(owner, &photo).await.unwrap();
-    MessageMedia::Photo { photo, spoiler: false }
+    MessageMedia::Photo {
+        photo,
+        spoiler: false,
+    }
 }
 
 /// Delivers a media message from `from` to `to` through the store port, as a send does.
@@ -90,9 +107,13 @@ async fn deliver(s: &TestServer, from: &Device, to: &Device, caption: &str, medi
         ..senders.clone()
     };
     for (owner, m) in [(sender, senders), (recipient, recipients)] {
-        tx.append(owner, UserEvent::NewMessage(NewMessage { message: m }), Origin::default())
-            .await
-            .unwrap();
+        tx.append(
+            owner,
+            UserEvent::NewMessage(NewMessage { message: m }),
+            Origin::default(),
+        )
+        .await
+        .unwrap();
     }
     tx.commit().await.unwrap();
 }
@@ -123,7 +144,10 @@ async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filte
     // The events export has the media in the payload, at payload version 2.
     let export = s
         .http
-        .get(format!("{}/admin/events?user={}&kind=new_message", s.admin_base, bob.user_id))
+        .get(format!(
+            "{}/admin/events?user={}&kind=new_message",
+            s.admin_base, bob.user_id
+        ))
         .bearer_auth(ptslog_tests::TEST_ADMIN_TOKEN)
         .send()
         .await
@@ -131,12 +155,27 @@ async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filte
         .text()
         .await
         .unwrap();
-    let records: Vec<Value> = export.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let records: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let kinds: Vec<(&Value, &Value)> = records
         .iter()
-        .map(|r| (&r["payload_version"], &r["payload"]["message"]["media"]["type"]))
+        .map(|r| {
+            (
+                &r["payload_version"],
+                &r["payload"]["message"]["media"]["type"],
+            )
+        })
         .collect();
-    assert_eq!(kinds, [(&json!(2), &json!("document")), (&json!(2), &json!("photo"))], "{export}");
+    assert_eq!(
+        kinds,
+        [
+            (&json!(2), &json!("document")),
+            (&json!(2), &json!("photo"))
+        ],
+        "{export}"
+    );
 
     // History: newest first, each with its media, this server's DC and a fresh reference.
     let h = history(&bob, &bob_to_alice).await;
@@ -159,7 +198,10 @@ async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filte
     assert_eq!(v["media"]["voice"], true);
     assert_eq!(v["media"]["document"]["mime_type"], "audio/ogg");
     assert_eq!(v["media"]["document"]["dc_id"], 2);
-    assert_eq!(v["media_unread"], true, "a voice note is unread for its recipient");
+    assert_eq!(
+        v["media_unread"], true,
+        "a voice note is unread for its recipient"
+    );
     assert_eq!(
         history(&alice, &to_bob).await[1]["media_unread"],
         false,
@@ -168,13 +210,25 @@ async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filte
 
     // The dialog's top message, getMessages and an offline device's difference carry it too.
     let dialogs = bob
-        .rpc("messages.getDialogs", json!({"offset_peer": {"_": "inputPeerEmpty"}, "limit": 10}))
+        .rpc(
+            "messages.getDialogs",
+            json!({"offset_peer": {"_": "inputPeerEmpty"}, "limit": 10}),
+        )
         .await;
-    assert_eq!(dialogs["messages"][0]["media"]["photo"]["id"], tl_photo["id"]);
+    assert_eq!(
+        dialogs["messages"][0]["media"]["photo"]["id"],
+        tl_photo["id"]
+    );
     let got = bob
-        .rpc("messages.getMessages", json!({"id": [{"_": "inputMessageID", "id": p["id"]}]}))
+        .rpc(
+            "messages.getMessages",
+            json!({"id": [{"_": "inputMessageID", "id": p["id"]}]}),
+        )
         .await;
-    assert_eq!(got["messages"][0]["media"]["photo"]["id"], tl_photo["id"], "{got}");
+    assert_eq!(
+        got["messages"][0]["media"]["photo"]["id"], tl_photo["id"],
+        "{got}"
+    );
     let (new_messages, _) = difference(&bob, 0).await;
     let with_media: Vec<&str> = new_messages
         .iter()
@@ -183,13 +237,48 @@ async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filte
     assert_eq!(with_media, ["messageMediaDocument", "messageMediaPhoto"]);
 
     // Search filters by the kind of media.
-    assert_eq!(search(&bob, &bob_to_alice, "inputMessagesFilterPhotos").await.len(), 1);
-    assert_eq!(search(&bob, &bob_to_alice, "inputMessagesFilterPhotoVideo").await.len(), 1);
-    assert_eq!(search(&bob, &bob_to_alice, "inputMessagesFilterRoundVoice").await.len(), 1);
-    assert_eq!(search(&bob, &bob_to_alice, "inputMessagesFilterVoice").await.len(), 1);
-    assert_eq!(search(&bob, &bob_to_alice, "inputMessagesFilterDocument").await.len(), 0);
-    assert_eq!(search(&bob, &bob_to_alice, "inputMessagesFilterUrl").await.len(), 0);
-    assert_eq!(search(&bob, &bob_to_alice, "inputMessagesFilterEmpty").await.len(), 2);
+    assert_eq!(
+        search(&bob, &bob_to_alice, "inputMessagesFilterPhotos")
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(
+        search(&bob, &bob_to_alice, "inputMessagesFilterPhotoVideo")
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(
+        search(&bob, &bob_to_alice, "inputMessagesFilterRoundVoice")
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(
+        search(&bob, &bob_to_alice, "inputMessagesFilterVoice")
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(
+        search(&bob, &bob_to_alice, "inputMessagesFilterDocument")
+            .await
+            .len(),
+        0
+    );
+    assert_eq!(
+        search(&bob, &bob_to_alice, "inputMessagesFilterUrl")
+            .await
+            .len(),
+        0
+    );
+    assert_eq!(
+        search(&bob, &bob_to_alice, "inputMessagesFilterEmpty")
+            .await
+            .len(),
+        2
+    );
 
     // Playing the voice note clears it, once.
     let read = bob
@@ -207,7 +296,10 @@ async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filte
                 json!({"peer": to_bob, "id": mine["id"], "message": caption}),
             )
             .await;
-        assert_eq!(edited["updates"][0]["message"]["media"]["photo"]["id"], tl_photo["id"]);
+        assert_eq!(
+            edited["updates"][0]["message"]["media"]["photo"]["id"],
+            tl_photo["id"]
+        );
         let theirs = history(&bob, &bob_to_alice).await[0].clone();
         assert_eq!(theirs["message"], caption);
         assert_eq!(theirs["media"]["photo"]["id"], tl_photo["id"]);
@@ -228,7 +320,10 @@ async fn media_messages_show_in_every_answer_and_follow_edits_forwards_and_filte
                 "random_id": [rid()]}),
         )
         .await;
-    assert_eq!(fwd["updates"][1]["message"]["media"]["photo"]["id"], tl_photo["id"], "{fwd}");
+    assert_eq!(
+        fwd["updates"][1]["message"]["media"]["photo"]["id"], tl_photo["id"],
+        "{fwd}"
+    );
     let carols = history(&carol, &carol.peer_of(BOB).await).await;
     assert_eq!(carols[0]["media"]["photo"]["id"], tl_photo["id"]);
     assert_eq!(carols[0]["fwd_from"]["from_id"]["user_id"], alice.user_id);
@@ -267,22 +362,43 @@ async fn media_is_sent_again_by_id_only_by_who_may_see_it() {
     deliver(&s, &alice, &bob, "", voice(&catalog, a).await).await;
     deliver(&s, &alice, &bob, "look", photo(&catalog, a).await).await;
     let h = history(&bob, &bob_to_alice).await;
-    let (p, d) = (h[0]["media"]["photo"].clone(), h[1]["media"]["document"].clone());
+    let (p, d) = (
+        h[0]["media"]["photo"].clone(),
+        h[1]["media"]["document"].clone(),
+    );
 
     // An edit with new media replaces it in both boxes (and keeps the caption when none is given).
     let mine = history(&alice, &to_bob).await;
     let edited = alice
-        .rpc("messages.editMessage", json!({"peer": to_bob, "id": mine[0]["id"],
-            "media": input_document(&mine[1]["media"]["document"])}))
+        .rpc(
+            "messages.editMessage",
+            json!({"peer": to_bob, "id": mine[0]["id"],
+            "media": input_document(&mine[1]["media"]["document"])}),
+        )
         .await;
-    assert_eq!(edited["updates"][0]["message"]["media"]["document"]["id"], d["id"], "{edited}");
+    assert_eq!(
+        edited["updates"][0]["message"]["media"]["document"]["id"], d["id"],
+        "{edited}"
+    );
     let theirs = history(&bob, &bob_to_alice).await[0].clone();
-    assert_eq!((theirs["message"].as_str(), &theirs["media"]["document"]["id"]), (Some("look"), &d["id"]));
+    assert_eq!(
+        (
+            theirs["message"].as_str(),
+            &theirs["media"]["document"]["id"]
+        ),
+        (Some("look"), &d["id"])
+    );
     alice
-        .rpc("messages.editMessage", json!({"peer": to_bob, "id": mine[0]["id"],
-            "media": input_photo(&mine[0]["media"]["photo"])}))
+        .rpc(
+            "messages.editMessage",
+            json!({"peer": to_bob, "id": mine[0]["id"],
+            "media": input_photo(&mine[0]["media"]["photo"])}),
+        )
         .await;
-    assert_eq!(history(&bob, &bob_to_alice).await[0]["media"]["photo"]["id"], p["id"]);
+    assert_eq!(
+        history(&bob, &bob_to_alice).await[0]["media"]["photo"]["id"],
+        p["id"]
+    );
 
     // Bob sees both: he may send them on, to Carol, as a photo and a voice note again.
     let random_id = rid();
@@ -292,7 +408,10 @@ async fn media_is_sent_again_by_id_only_by_who_may_see_it() {
     assert_eq!(answer["updates"][0]["_"], "updateMessageID", "{answer}");
     assert_eq!(answer["updates"][0]["random_id"], random_id);
     let m = sent(&answer, 0);
-    assert_eq!((m["media"]["photo"]["id"].clone(), m["message"].clone()), (p["id"].clone(), json!("from Alice")));
+    assert_eq!(
+        (m["media"]["photo"]["id"].clone(), m["message"].clone()),
+        (p["id"].clone(), json!("from Alice"))
+    );
     // A retry answers the same message and sends nothing more.
     let again = bob.rpc("messages.sendMedia", params).await;
     assert_eq!(sent(&again, 0)["id"], m["id"]);
@@ -300,19 +419,32 @@ async fn media_is_sent_again_by_id_only_by_who_may_see_it() {
     assert_eq!(carols.len(), 1);
     assert_eq!(carols[0]["media"]["photo"]["id"], p["id"]);
     let v = bob
-        .rpc("messages.sendMedia", json!({"peer": {"_": "inputPeerSelf"}, "media": input_document(&d),
-            "message": "", "random_id": rid()}))
+        .rpc(
+            "messages.sendMedia",
+            json!({"peer": {"_": "inputPeerSelf"}, "media": input_document(&d),
+            "message": "", "random_id": rid()}),
+        )
         .await;
     assert_eq!(sent(&v, 0)["media"]["voice"], true);
-    assert_eq!(sent(&v, 0)["media_unread"], false, "Saved Messages are read");
+    assert_eq!(
+        sent(&v, 0)["media_unread"],
+        false,
+        "Saved Messages are read"
+    );
 
     // Dave never saw them: whatever he learned, the answer is as for no such media.
     let dave = s.login("+15550004", "Dave").await;
     let dave_to_alice = dave.peer_of(ALICE).await;
-    for (media, error) in [(input_photo(&p), "PHOTO_INVALID"), (input_document(&d), "DOCUMENT_INVALID")] {
+    for (media, error) in [
+        (input_photo(&p), "PHOTO_INVALID"),
+        (input_document(&d), "DOCUMENT_INVALID"),
+    ] {
         let (_, e) = dave
-            .rpc_err("messages.sendMedia", json!({"peer": dave_to_alice, "media": media,
-                "message": "", "random_id": rid()}))
+            .rpc_err(
+                "messages.sendMedia",
+                json!({"peer": dave_to_alice, "media": media,
+                "message": "", "random_id": rid()}),
+            )
             .await;
         assert_eq!(e, error);
     }
@@ -332,59 +464,92 @@ async fn media_is_sent_again_by_id_only_by_who_may_see_it() {
         (&missing, "FILE_REFERENCE_EXPIRED"),
     ] {
         let (_, e) = bob
-            .rpc_err("messages.sendMedia", json!({"peer": bob_to_alice, "media": input_photo(photo),
-                "message": "", "random_id": rid()}))
+            .rpc_err(
+                "messages.sendMedia",
+                json!({"peer": bob_to_alice, "media": input_photo(photo),
+                "message": "", "random_id": rid()}),
+            )
             .await;
         assert_eq!(e, error, "{photo}");
     }
     // A photo named as a document and other InputMedia are refused.
     let (_, e) = bob
-        .rpc_err("messages.sendMedia", json!({"peer": bob_to_alice, "media": input_document(&p),
-            "message": "", "random_id": rid()}))
+        .rpc_err(
+            "messages.sendMedia",
+            json!({"peer": bob_to_alice, "media": input_document(&p),
+            "message": "", "random_id": rid()}),
+        )
         .await;
     assert_eq!(e, "DOCUMENT_INVALID");
     let (_, e) = bob
-        .rpc_err("messages.sendMedia", json!({"peer": bob_to_alice, "message": "", "random_id": rid(),
-            "media": {"_": "inputMediaGeoPoint", "geo_point": {"_": "inputGeoPointEmpty"}}}))
+        .rpc_err(
+            "messages.sendMedia",
+            json!({"peer": bob_to_alice, "message": "", "random_id": rid(),
+            "media": {"_": "inputMediaGeoPoint", "geo_point": {"_": "inputGeoPointEmpty"}}}),
+        )
         .await;
     assert_eq!(e, "MEDIA_INVALID");
     let (_, e) = bob
-        .rpc_err("messages.sendMedia", json!({"peer": bob_to_alice, "message": "я".repeat(1025),
-            "random_id": rid(), "media": input_photo(&p)}))
+        .rpc_err(
+            "messages.sendMedia",
+            json!({"peer": bob_to_alice, "message": "я".repeat(1025),
+            "random_id": rid(), "media": input_photo(&p)}),
+        )
         .await;
     assert_eq!(e, "MEDIA_CAPTION_TOO_LONG");
-    bob.rpc("messages.sendMedia", json!({"peer": bob_to_alice, "message": "я".repeat(1024),
-        "random_id": rid(), "media": input_photo(&p)}))
-        .await;
+    bob.rpc(
+        "messages.sendMedia",
+        json!({"peer": bob_to_alice, "message": "я".repeat(1024),
+        "random_id": rid(), "media": input_photo(&p)}),
+    )
+    .await;
 
     // An album of up to ten items shares one grouped_id in both boxes.
-    let item = |n: usize| json!({"media": input_photo(&p), "random_id": rid(), "message": format!("{n}")});
+    let item =
+        |n: usize| json!({"media": input_photo(&p), "random_id": rid(), "message": format!("{n}")});
     let album = bob
-        .rpc("messages.sendMultiMedia", json!({"peer": bob_to_alice,
-            "multi_media": (0..10).map(item).collect::<Vec<_>>()}))
+        .rpc(
+            "messages.sendMultiMedia",
+            json!({"peer": bob_to_alice,
+            "multi_media": (0..10).map(item).collect::<Vec<_>>()}),
+        )
         .await;
     let group = sent(&album, 0)["grouped_id"].clone();
     assert!(group.as_i64().is_some_and(|g| g > 0), "{album}");
     let alices = history(&alice, &to_bob).await;
-    assert!(alices[..10].iter().all(|m| m["grouped_id"] == group && m["media"]["photo"]["id"] == p["id"]));
+    assert!(alices[..10]
+        .iter()
+        .all(|m| m["grouped_id"] == group && m["media"]["photo"]["id"] == p["id"]));
     assert!(alices[10].get("grouped_id").is_none());
     let (_, e) = bob
-        .rpc_err("messages.sendMultiMedia", json!({"peer": bob_to_alice,
-            "multi_media": (0..11).map(item).collect::<Vec<_>>()}))
+        .rpc_err(
+            "messages.sendMultiMedia",
+            json!({"peer": bob_to_alice,
+            "multi_media": (0..11).map(item).collect::<Vec<_>>()}),
+        )
         .await;
     assert_eq!(e, "MULTI_MEDIA_TOO_LONG");
     let (_, e) = bob
-        .rpc_err("messages.sendMultiMedia", json!({"peer": bob_to_alice, "multi_media": []}))
+        .rpc_err(
+            "messages.sendMultiMedia",
+            json!({"peer": bob_to_alice, "multi_media": []}),
+        )
         .await;
     assert_eq!(e, "MEDIA_EMPTY");
     // Once Carol deletes her only message carrying the photo, she can no longer name it.
     let carols = history(&carol, &carol.peer_of(BOB).await).await[0].clone();
     carol
-        .rpc("messages.deleteMessages", json!({"id": [carols["id"]], "revoke": false}))
+        .rpc(
+            "messages.deleteMessages",
+            json!({"id": [carols["id"]], "revoke": false}),
+        )
         .await;
     let (_, e) = carol
-        .rpc_err("messages.sendMedia", json!({"peer": {"_": "inputPeerSelf"}, "message": "",
-            "random_id": rid(), "media": input_photo(&carols["media"]["photo"])}))
+        .rpc_err(
+            "messages.sendMedia",
+            json!({"peer": {"_": "inputPeerSelf"}, "message": "",
+            "random_id": rid(), "media": input_photo(&carols["media"]["photo"])}),
+        )
         .await;
     assert_eq!(e, "PHOTO_INVALID");
     let _ = to_carol;

@@ -2,8 +2,8 @@
 //! every owner's box gets the new message and its own `updateEditMessage`.
 
 use domain::events::{EditMessage as EditEvent, UserEvent};
-use domain::message::OwnerMessage;
 use domain::media::Caption;
+use domain::message::OwnerMessage;
 use domain::message_text::MessageText;
 use domain::{BoxId, DomainError};
 use serde::Deserialize;

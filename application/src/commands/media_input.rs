@@ -105,7 +105,8 @@ impl App {
                 // The mime type and the file name are checked before any upload is taken.
                 let mime = domain::media::document::mime_type(&mime_type)?;
                 if attributes.file_name.is_none() && !file.name().is_empty() {
-                    attributes.file_name = Some(document_attributes::file_name(file.name().into())?);
+                    attributes.file_name =
+                        Some(document_attributes::file_name(file.name().into())?);
                 }
                 let ports = self.media_making()?;
                 let uploaded = self.uploaded_file(caller, &file).await?;
@@ -193,7 +194,13 @@ impl App {
                     return Err(DomainError::MediaEmpty.into());
                 };
                 let found = self
-                    .visible_media(caller, id, access_hash, &file_reference, MediaKind::Document)
+                    .visible_media(
+                        caller,
+                        id,
+                        access_hash,
+                        &file_reference,
+                        MediaKind::Document,
+                    )
                     .await
                     .map_err(|e| invalid_as(e, DomainError::DocumentInvalid))?;
                 match found {

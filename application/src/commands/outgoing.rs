@@ -95,7 +95,10 @@ pub(crate) async fn deliver(
             reply_to,
             fwd_from: msg.fwd_from,
             // Voice and round video notes stay unread for the recipient until it plays them.
-            media_unread: msg.media.as_ref().is_some_and(MessageMedia::unread_for_recipient),
+            media_unread: msg
+                .media
+                .as_ref()
+                .is_some_and(MessageMedia::unread_for_recipient),
             random_id: None,
             edit_date: None,
             media: msg.media,

@@ -273,16 +273,22 @@ impl App {
         }
         let date = unix_now();
         let first_random_id = made[0].0;
-        let (sender_blocked_peer, peer_blocked_sender, peer_archived_unmuted) =
-            match tx.send_preflight(sender, peer_id, first_random_id, date).await? {
-                SendPreflight::New {
-                    sender_blocked_peer,
-                    peer_blocked_sender,
-                    peer_archived_unmuted,
-                } => (sender_blocked_peer, peer_blocked_sender, peer_archived_unmuted),
-                // Committed by a concurrent retry meanwhile: its media stays unused.
-                SendPreflight::Retry(..) => return Err(DomainError::RandomIdDuplicate.into()),
-            };
+        let (sender_blocked_peer, peer_blocked_sender, peer_archived_unmuted) = match tx
+            .send_preflight(sender, peer_id, first_random_id, date)
+            .await?
+        {
+            SendPreflight::New {
+                sender_blocked_peer,
+                peer_blocked_sender,
+                peer_archived_unmuted,
+            } => (
+                sender_blocked_peer,
+                peer_blocked_sender,
+                peer_archived_unmuted,
+            ),
+            // Committed by a concurrent retry meanwhile: its media stays unused.
+            SendPreflight::Retry(..) => return Err(DomainError::RandomIdDuplicate.into()),
+        };
         for (random_id, ..) in &made[1..] {
             if tx.find_by_random_id(sender, *random_id).await?.is_some() {
                 return Err(DomainError::RandomIdDuplicate.into());
@@ -426,4 +432,3 @@ async fn reply_header(
         target.message_id,
     ))
 }
-

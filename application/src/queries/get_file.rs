@@ -179,7 +179,13 @@ impl App {
                 file_reference,
                 thumb_size,
             } => match self
-                .visible_media(caller, id, access_hash, &file_reference, MediaKind::Document)
+                .visible_media(
+                    caller,
+                    id,
+                    access_hash,
+                    &file_reference,
+                    MediaKind::Document,
+                )
                 .await?
             {
                 StoredMedia::Document { document, .. } => document_part(&document, &thumb_size),

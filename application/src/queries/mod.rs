@@ -3,8 +3,8 @@
 pub mod dialog_organization;
 pub mod get_blocked;
 pub mod get_dialogs;
-pub mod get_file;
 pub mod get_difference;
+pub mod get_file;
 pub mod get_history;
 pub mod get_messages;
 pub mod get_notify_settings;

@@ -6,8 +6,7 @@ use domain::events::UserEvent;
 use domain::UserId;
 
 use super::{
-    FileRefs,
-    DialogFilter, DialogPeer, FolderPeer, Message, NotifyPeer, Peer, PeerNotifySettings,
+    DialogFilter, DialogPeer, FileRefs, FolderPeer, Message, NotifyPeer, Peer, PeerNotifySettings,
     PeerSettings, Update,
 };
 use crate::ports::StoredEvent;

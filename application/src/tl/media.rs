@@ -124,8 +124,10 @@ pub fn tl_attributes(a: &DocumentAttributes) -> Vec<Value> {
         out.push(json!({"_": "documentAttributeAnimated"}));
     }
     if let Some(s) = &a.sticker {
-        out.push(json!({"_": "documentAttributeSticker", "mask": s.mask, "alt": s.alt,
-            "stickerset": {"_": "inputStickerSetEmpty"}}));
+        out.push(
+            json!({"_": "documentAttributeSticker", "mask": s.mask, "alt": s.alt,
+            "stickerset": {"_": "inputStickerSetEmpty"}}),
+        );
     }
     if let Some(v) = &a.video {
         let mut o = json!({"_": "documentAttributeVideo", "round_message": v.round_message,
@@ -143,7 +145,8 @@ pub fn tl_attributes(a: &DocumentAttributes) -> Vec<Value> {
         out.push(o);
     }
     if let Some(au) = &a.audio {
-        let mut o = json!({"_": "documentAttributeAudio", "voice": au.voice, "duration": au.duration});
+        let mut o =
+            json!({"_": "documentAttributeAudio", "voice": au.voice, "duration": au.duration});
         if let Some(t) = &au.title {
             o["title"] = json!(t);
         }

@@ -78,7 +78,10 @@ impl Message {
             }),
             date: m.date,
             message: m.text.clone(),
-            media: m.media.as_ref().map(|media| TlMessageMedia::of(media, refs)),
+            media: m
+                .media
+                .as_ref()
+                .map(|media| TlMessageMedia::of(media, refs)),
             entities: m.entities.clone(),
             edit_date: m.edit_date,
             grouped_id: m.grouped_id,

@@ -291,7 +291,9 @@ mod tests {
         }
         let (_, sample) = samples().into_iter().next().unwrap();
         let ev = UserEvent::decode("new_message", 2, sample.clone()).unwrap();
-        let UserEvent::NewMessage(e) = &ev else { unreachable!() };
+        let UserEvent::NewMessage(e) = &ev else {
+            unreachable!()
+        };
         assert!(e.message.media.as_ref().unwrap().unread_for_recipient());
         assert_eq!(ev.payload(), sample);
         let mut bad = sample;

@@ -12,11 +12,7 @@ pub struct Caption(String);
 impl Caption {
     pub fn parse(raw: String) -> Result<Self, DomainError> {
         // NUL cannot be stored in Postgres text and no client means it (as for message text).
-        let raw = if raw.contains('\0') {
-            raw.replace('\0', "")
-        } else {
-            raw
-        };
+        let raw = crate::message_text::without_nul(raw);
         if raw.chars().count() > MAX_CAPTION_CODE_POINTS {
             return Err(DomainError::MediaCaptionTooLong);
         }

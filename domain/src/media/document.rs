@@ -62,8 +62,7 @@ impl Document {
         thumbs: Vec<PhotoSize>,
         stripped: Vec<u8>,
     ) -> Result<Self, DomainError> {
-        if size < 0 || thumbs.len() > MAX_PHOTO_SIZES || stripped.len() > MAX_STRIPPED_THUMB_BYTES
-        {
+        if size < 0 || thumbs.len() > MAX_PHOTO_SIZES || stripped.len() > MAX_STRIPPED_THUMB_BYTES {
             return Err(DomainError::MediaInvalid);
         }
         Ok(Self {
@@ -98,7 +97,10 @@ mod tests {
     fn mime_types_are_checked_and_lower_cased() {
         assert_eq!(mime_type("").unwrap(), DEFAULT_MIME_TYPE);
         assert_eq!(mime_type("Image/JPEG").unwrap(), "image/jpeg");
-        assert_eq!(mime_type("application/vnd.ms-excel").unwrap(), "application/vnd.ms-excel");
+        assert_eq!(
+            mime_type("application/vnd.ms-excel").unwrap(),
+            "application/vnd.ms-excel"
+        );
         assert!(mime_type("text").is_err());
         assert!(mime_type("text/").is_err());
         assert!(mime_type("a/b c").is_err());

@@ -137,7 +137,11 @@ fn invalid() -> DomainError {
 
 /// A client string: within `max` code points (or bytes, with `bytes`), no control characters.
 fn text(raw: String, max: usize, bytes: bool) -> Result<String, DomainError> {
-    let len = if bytes { raw.len() } else { raw.chars().count() };
+    let len = if bytes {
+        raw.len()
+    } else {
+        raw.chars().count()
+    };
     if len > max || raw.chars().any(char::is_control) {
         return Err(invalid());
     }
@@ -311,11 +315,18 @@ mod tests {
     fn every_attribute_is_bounded() {
         let name = |n: usize| serde_json::json!([{"_": "documentAttributeFilename", "file_name": "a".repeat(n)}]);
         assert!(parse(name(MAX_FILE_NAME_CODE_POINTS)).is_ok());
-        assert_eq!(parse(name(MAX_FILE_NAME_CODE_POINTS + 1)), Err(DomainError::MediaInvalid));
-        assert!(parse(serde_json::json!([{"_": "documentAttributeFilename", "file_name": "a\nb"}])).is_err());
+        assert_eq!(
+            parse(name(MAX_FILE_NAME_CODE_POINTS + 1)),
+            Err(DomainError::MediaInvalid)
+        );
+        assert!(parse(
+            serde_json::json!([{"_": "documentAttributeFilename", "file_name": "a\nb"}])
+        )
+        .is_err());
         let two = serde_json::json!([{"_": "documentAttributeAnimated"}, {"_": "documentAttributeAnimated"}]);
         assert!(parse(two).is_err());
-        let size = |w: i32| serde_json::json!([{"_": "documentAttributeImageSize", "w": w, "h": 1}]);
+        let size =
+            |w: i32| serde_json::json!([{"_": "documentAttributeImageSize", "w": w, "h": 1}]);
         assert!(parse(size(MAX_MEDIA_DIMENSION)).is_ok());
         assert!(parse(size(MAX_MEDIA_DIMENSION + 1)).is_err());
         assert!(parse(size(-1)).is_err());

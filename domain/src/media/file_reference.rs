@@ -78,7 +78,10 @@ mod tests {
         let r = issue(&key, m, 1000);
         assert_eq!(r.len(), FILE_REFERENCE_BYTES);
         assert_eq!(check(&key, m, &r, 1000), Ok(()));
-        assert_eq!(check(&key, m, &r, 1000 + FILE_REFERENCE_LIFETIME_SECS), Ok(()));
+        assert_eq!(
+            check(&key, m, &r, 1000 + FILE_REFERENCE_LIFETIME_SECS),
+            Ok(())
+        );
         assert_eq!(
             check(&key, m, &r, 1001 + FILE_REFERENCE_LIFETIME_SECS),
             Err(FileReferenceError::Expired)
@@ -93,7 +96,10 @@ mod tests {
         );
         let mut forged = r.clone();
         forged[4] ^= 1;
-        assert_eq!(check(&key, m, &forged, 1000), Err(FileReferenceError::Expired));
+        assert_eq!(
+            check(&key, m, &forged, 1000),
+            Err(FileReferenceError::Expired)
+        );
         assert_eq!(check(&key, m, &[], 1000), Err(FileReferenceError::Expired));
         assert_eq!(check(&key, m, &r, 1000 - CLOCK_SKEW_SECS), Ok(()));
         assert!(check(&key, m, &r, 999 - CLOCK_SKEW_SECS).is_err());

@@ -97,8 +97,7 @@ mod tests {
     use crate::media::{BlobKey, DocumentAttributes};
 
     fn doc(attrs: serde_json::Value) -> MessageMedia {
-        let attributes =
-            DocumentAttributes::parse(serde_json::from_value(attrs).unwrap()).unwrap();
+        let attributes = DocumentAttributes::parse(serde_json::from_value(attrs).unwrap()).unwrap();
         MessageMedia::Document {
             document: Document::new(
                 MediaId::new(1).unwrap(),
@@ -118,18 +117,25 @@ mod tests {
 
     #[test]
     fn only_voice_and_round_notes_start_unread() {
-        let voice = doc(serde_json::json!([{"_": "documentAttributeAudio", "voice": true, "duration": 1}]));
+        let voice =
+            doc(serde_json::json!([{"_": "documentAttributeAudio", "voice": true, "duration": 1}]));
         assert_eq!(voice.class(), MediaClass::Voice);
         assert!(voice.unread_for_recipient());
-        let round = doc(serde_json::json!([{"_": "documentAttributeVideo", "round_message": true, "duration": 1, "w": 1, "h": 1}]));
+        let round = doc(
+            serde_json::json!([{"_": "documentAttributeVideo", "round_message": true, "duration": 1, "w": 1, "h": 1}]),
+        );
         assert_eq!(round.class(), MediaClass::Round);
         assert!(round.unread_for_recipient());
         let music = doc(serde_json::json!([{"_": "documentAttributeAudio", "duration": 1}]));
         assert_eq!(music.class(), MediaClass::Music);
         assert!(!music.unread_for_recipient());
-        let video = doc(serde_json::json!([{"_": "documentAttributeVideo", "duration": 1, "w": 1, "h": 1}]));
+        let video = doc(
+            serde_json::json!([{"_": "documentAttributeVideo", "duration": 1, "w": 1, "h": 1}]),
+        );
         assert_eq!(video.class(), MediaClass::Video);
-        let gif = doc(serde_json::json!([{"_": "documentAttributeVideo", "duration": 1, "w": 1, "h": 1}, {"_": "documentAttributeAnimated"}]));
+        let gif = doc(
+            serde_json::json!([{"_": "documentAttributeVideo", "duration": 1, "w": 1, "h": 1}, {"_": "documentAttributeAnimated"}]),
+        );
         assert_eq!(gif.class(), MediaClass::Gif);
         assert_eq!(doc(serde_json::json!([])).class(), MediaClass::File);
         let v = serde_json::to_value(&voice).unwrap();

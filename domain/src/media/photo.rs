@@ -127,9 +127,14 @@ mod tests {
         over.push(size('m'));
         assert!(Photo::new(id, 1, 1, over, vec![]).is_err());
         assert!(Photo::new(id, 1, 1, vec![size('s')], vec![0; MAX_STRIPPED_THUMB_BYTES]).is_ok());
-        assert!(
-            Photo::new(id, 1, 1, vec![size('s')], vec![0; MAX_STRIPPED_THUMB_BYTES + 1]).is_err()
-        );
+        assert!(Photo::new(
+            id,
+            1,
+            1,
+            vec![size('s')],
+            vec![0; MAX_STRIPPED_THUMB_BYTES + 1]
+        )
+        .is_err());
     }
 
     #[test]

@@ -83,7 +83,10 @@ impl MediaCatalog for PgMediaCatalog {
             .map_err(db_error)?;
         let Some(row) = row else { return Ok(None) };
         Ok(Some(StoredMedia::Photo {
-            owner: user_id(row.try_get("owner_user_id").map_err(db_error)?, "photos.owner")?,
+            owner: user_id(
+                row.try_get("owner_user_id").map_err(db_error)?,
+                "photos.owner",
+            )?,
             photo: decode(row.try_get("photo").map_err(db_error)?, "photo", id)?,
         }))
     }

@@ -365,17 +365,18 @@ impl Store for PgStore {
             .map_err(db_error)?;
             page.extend(to_messages(&rows)?);
         }
-        let count: i64 =
-            sqlx::query_scalar(&format!("SELECT count(*) FROM message_boxes WHERE {match_sql}"))
-                .bind(owner.get())
-                .bind(&pattern)
-                .bind(peer_raw)
-                .bind(from_raw)
-                .bind(filter.min_date)
-                .bind(filter.max_date)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_error)?;
+        let count: i64 = sqlx::query_scalar(&format!(
+            "SELECT count(*) FROM message_boxes WHERE {match_sql}"
+        ))
+        .bind(owner.get())
+        .bind(&pattern)
+        .bind(peer_raw)
+        .bind(from_raw)
+        .bind(filter.min_date)
+        .bind(filter.max_date)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error)?;
         Ok((page, count))
     }
 

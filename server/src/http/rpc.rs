@@ -1,5 +1,6 @@
 //! `POST /v1/rpc/<method>`: one table from TL method names to application handlers.
 
+use application::commands::send_media::{SendMedia, SendMultiMedia, UploadMedia};
 use application::commands::two_step::{TwoStepError, UpdatePasswordSettings};
 use application::commands::{
     block::Block, delete_history::DeleteHistory, delete_messages::DeleteMessages,
@@ -14,9 +15,8 @@ use application::commands::{
     notify_settings::UpdateNotifySettings,
     pin_dialogs::{ReorderPinnedDialogs, ToggleDialogPin},
 };
-use application::commands::send_media::{SendMedia, SendMultiMedia, UploadMedia};
-use application::queries::get_file::GetFile;
 use application::queries::dialog_organization::{GetContacts, GetPeerSettings, GetPinnedDialogs};
+use application::queries::get_file::GetFile;
 use application::queries::{
     get_blocked::GetBlocked, get_dialogs::GetDialogs, get_difference::GetDifference,
     get_history::GetHistory, get_messages::GetMessages, get_notify_settings::GetNotifySettings,

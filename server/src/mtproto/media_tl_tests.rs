@@ -37,7 +37,14 @@ fn message(media: MessageMedia) -> OwnerMessage {
 }
 
 fn size(kind: char, w: i32) -> PhotoSize {
-    PhotoSize::new(kind, w, w / 2, 1000 + i64::from(w), BlobKey::of(&[kind as u8])).unwrap()
+    PhotoSize::new(
+        kind,
+        w,
+        w / 2,
+        1000 + i64::from(w),
+        BlobKey::of(&[kind as u8]),
+    )
+    .unwrap()
 }
 
 fn photo() -> MessageMedia {
@@ -95,11 +102,15 @@ fn round_trip(layer: i32, name: &str, answer: &Value) -> Value {
 #[test]
 fn media_messages_encode_in_every_layer() {
     let key = AccessHashKey::new(b"k".to_vec());
-    let refs = FileRefs { key: &key, now: 1_764_489_600 };
+    let refs = FileRefs {
+        key: &key,
+        now: 1_764_489_600,
+    };
     for (layer, _) in LAYERS {
         for media in [photo(), document()] {
             let m = serde_json::to_value(Message::render(&message(media), refs)).unwrap();
-            let answer = json!({"_": "messages.messages", "messages": [m], "chats": [], "users": []});
+            let answer =
+                json!({"_": "messages.messages", "messages": [m], "chats": [], "users": []});
             let back = round_trip(*layer, "messages.getHistory", &answer);
             let got = &back["messages"][0];
             assert_eq!(got["grouped_id"], 77, "{layer} {got}");
@@ -119,14 +130,22 @@ fn media_messages_encode_in_every_layer() {
             };
             assert_eq!(file["dc_id"], THIS_DC);
             // A reference of 20 bytes, hex in JSON.
-            assert_eq!(file["file_reference"].as_str().unwrap().len(), 40, "{layer}");
+            assert_eq!(
+                file["file_reference"].as_str().unwrap().len(),
+                40,
+                "{layer}"
+            );
         }
         let file = UploadFile {
             file_type: FileType::Jpeg,
             mtime: 1,
             bytes: "ffd8ff".into(),
         };
-        let back = round_trip(*layer, "upload.getFile", &serde_json::to_value(&file).unwrap());
+        let back = round_trip(
+            *layer,
+            "upload.getFile",
+            &serde_json::to_value(&file).unwrap(),
+        );
         assert_eq!(back["type"]["_"], "storage.fileJpeg");
         assert_eq!(back["bytes"], "ffd8ff");
     }

@@ -9,10 +9,10 @@ mod connection;
 mod connection_slots;
 mod crypto_pool;
 mod handshake_rate;
-#[cfg(test)]
-mod media_tl_tests;
 pub mod limits;
 pub mod login_codes;
+#[cfg(test)]
+mod media_tl_tests;
 pub mod metrics;
 mod server_key;
 mod sign_in;
