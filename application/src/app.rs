@@ -48,6 +48,8 @@ pub struct App {
     /// What making media from uploads needs, given with `with_media_making`; without it uploaded
     /// media answers `MEDIA_INVALID` (media sent by id still works).
     pub(crate) media_making: Option<crate::media::MediaMaking>,
+    /// File bytes: uploads, blobs, downloads (`media::file_ports`), given with `with_files`.
+    pub(crate) files: Option<crate::media::FilePorts>,
 }
 
 impl App {
@@ -73,6 +75,7 @@ impl App {
             passwords: None,
             media_catalog: None,
             media_making: None,
+            files: None,
         }
     }
 

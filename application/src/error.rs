@@ -22,4 +22,10 @@ pub enum AppError {
     Unauthorized,
     #[error("storage failed: {0}")]
     Store(#[from] StoreError),
+    /// An upload part, an upload or a download range refused by Telegram's file rules.
+    #[error(transparent)]
+    File(#[from] domain::media::FileError),
+    /// The blob store failed: never the client's fault (`500`).
+    #[error(transparent)]
+    Blob(#[from] crate::media::BlobError),
 }

@@ -3,14 +3,21 @@
 
 pub mod blob_port;
 pub mod catalog_port;
+pub mod file_ports;
 pub mod input_file;
+pub mod pending_uploads_port;
 pub mod photo_port;
-mod until_files;
+pub mod staging_port;
 
-pub use blob_port::{BlobError, BlobStore};
+pub use blob_port::{BlobChunks, BlobError, BlobStore};
 pub use catalog_port::{MediaCatalog, StoredMedia};
+pub use file_ports::{FilePorts, UploadLimits};
 pub use input_file::{InputFile, UploadedFile};
+pub use pending_uploads_port::{
+    PartRecorded, PendingFile, PendingPart, PendingUploads, UploadQuota,
+};
 pub use photo_port::{PhotoError, PhotoProcessor, PhotoSizeImage, ProcessedPhoto};
+pub use staging_port::{PartStaging, StagedPart};
 
 use std::sync::Arc;
 

@@ -12,5 +12,6 @@ pub mod get_outbox_read_date;
 pub mod get_peer_dialogs;
 pub mod get_state;
 pub mod get_users;
+pub mod read_file_part;
 pub mod resolve_phone;
 pub mod search;

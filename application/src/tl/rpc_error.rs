@@ -127,6 +127,8 @@ impl From<&AppError> for RpcError {
             AppError::Store(StoreError::Timeout(_)) => RpcError::new(503, "TIMEOUT"),
             AppError::Store(crate::ports::StoreError::Refused(d)) => RpcError::new(400, tl_name(d)),
             AppError::Store(_) => RpcError::internal(),
+            AppError::File(f) => RpcError::new(400, f.tl_name()),
+            AppError::Blob(_) => RpcError::internal(),
         }
     }
 }

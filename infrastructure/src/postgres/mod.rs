@@ -7,6 +7,7 @@ pub mod login_codes;
 pub mod media_catalog;
 pub mod mtproto_keys;
 pub mod passwords;
+pub mod uploads;
 pub(crate) mod queries;
 pub(crate) mod rows;
 pub mod secrets;
