@@ -2,9 +2,11 @@
 //! accounts, Redis for the shared send-rate limit; the relay that streams the committed log out of
 //! Postgres, and Kafka.
 
+pub mod blobs;
 pub mod error;
 pub mod kafka;
 pub mod login_webhook;
+pub mod photos;
 pub mod postgres;
 pub mod redis_rate_limiter;
 pub mod relay;

@@ -10,6 +10,8 @@
 #   start_redis         private Redis    on 127.0.0.1:$PTSLOG_REDIS_PORT
 #   start_kafka         private tansu broker on 127.0.0.1:$PTSLOG_KAFKA_PORT
 #                       (its settings are in the Kafka section below)
+#   start_s3            private S3-protocol server (s3s-fs) on 127.0.0.1:$PTSLOG_S3_PORT
+#                       (its settings are in the S3 section below)
 #   stop_services       stop the private instances (data is kept)
 #   services_status     print what is running where
 #   print_service_env   print `export ...` lines (for eval)
@@ -853,6 +855,158 @@ stop_kafka() {
 }
 
 # ---------------------------------------------------------------------------
+# S3 (s3s-fs)
+# ---------------------------------------------------------------------------
+
+# A private S3-protocol server (s3s-fs, written in Rust: objects are files under
+# a folder) for the tests of the S3 blob store, on 127.0.0.1:$PTSLOG_S3_PORT,
+# with the test bucket pre-created and fixed test credentials. Built once with
+# `cargo install` and cached outside the work tree, like tansu.
+#
+#   PTSLOG_S3_PORT           server port                (default 59014)
+#   PTSLOG_TOOLS_DIR         cache of built tools       (default ~/.cache/ptslog/tools)
+#
+# Exported after start:
+#   PTSLOG_TEST_S3_ENDPOINT    http://127.0.0.1:<port>
+#   PTSLOG_TEST_S3_BUCKET      the test bucket (each test keeps its keys under a random
+#                              prefix, PTSLOG_S3_PREFIX, so tests never see each other's)
+#   PTSLOG_TEST_S3_ACCESS_KEY / PTSLOG_TEST_S3_SECRET_KEY
+#   PTSLOG_TEST_S3_ROOT        the server's data folder (a bucket is a folder in it)
+
+# 0.14.1: the newest release that builds with the workspace's toolchain (0.15+ need Rust 1.96).
+PTSLOG_S3S_VERSION=0.14.1
+PTSLOG_TEST_S3_ACCESS_KEY=${PTSLOG_TEST_S3_ACCESS_KEY:-ptslog-test}
+PTSLOG_TEST_S3_SECRET_KEY=${PTSLOG_TEST_S3_SECRET_KEY:-ptslog-test-secret}
+PTSLOG_TEST_S3_BUCKET=${PTSLOG_TEST_S3_BUCKET:-ptslog-test}
+
+_s3_paths() {
+    PTSLOG_S3_PORT=${PTSLOG_S3_PORT:-59014}
+    _S3S_ROOT=${PTSLOG_TOOLS_DIR:-$HOME/.cache/ptslog/tools}/s3s-fs-$PTSLOG_S3S_VERSION
+    _S3S_BIN=$_S3S_ROOT/bin/s3s-fs
+    _S3_DIR=$PTSLOG_DATA_DIR/s3
+    _S3_DATA=$_S3_DIR/data
+    _S3_LOG=$_S3_DIR/s3s-fs.log
+    _S3_PID=$_S3_DIR/s3s-fs-$PTSLOG_S3_PORT.pid
+}
+
+_s3_build_locked() {
+    [ -x "$_S3S_BIN" ] && return 0 # built by a concurrent run meanwhile
+    ptslog_log "building s3s-fs $PTSLOG_S3S_VERSION into $_S3S_ROOT (once per machine; takes a while)"
+    if ! nice cargo install s3s-fs --version "$PTSLOG_S3S_VERSION" --features binary --locked \
+        --root "$_S3S_ROOT" >"$_S3S_ROOT/build.log" 2>&1; then
+        ptslog_err "cargo install s3s-fs failed"
+        _ptslog_tail "$_S3S_ROOT/build.log"
+        return 1
+    fi
+}
+
+# ensure_s3s - the cached s3s-fs binary; builds it if missing.
+ensure_s3s() {
+    _ptslog_init_paths || return 1
+    _s3_paths
+    [ -x "$_S3S_BIN" ] && return 0
+    ensure_cargo || return 1
+    mkdir -p "$_S3S_ROOT" || return 1
+    if command -v flock >/dev/null 2>&1; then
+        (
+            exec 8>"$_S3S_ROOT/.build.lock" || exit 1
+            flock -w 7200 8 || {
+                ptslog_err "timed out waiting for another s3s-fs build"
+                exit 1
+            }
+            _s3_build_locked
+        ) || return 1
+    else
+        _s3_build_locked || return 1
+    fi
+}
+
+_s3_port_open() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$PTSLOG_S3_PORT") 2>/dev/null
+}
+
+# pid from our pidfile if that process is alive and is s3s-fs
+_s3_our_pid() {
+    local pid
+    [ -r "$_S3_PID" ] || return 1
+    pid=$(cat "$_S3_PID" 2>/dev/null)
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    grep -q s3s "/proc/$pid/comm" 2>/dev/null || return 1
+    printf '%s\n' "$pid"
+}
+
+_s3_launch() {
+    setsid "$_S3S_BIN" --host 127.0.0.1 --port "$PTSLOG_S3_PORT" \
+        --access-key "$PTSLOG_TEST_S3_ACCESS_KEY" --secret-key "$PTSLOG_TEST_S3_SECRET_KEY" \
+        "$_S3_DATA" >>"$_S3_LOG" 2>&1 &
+    echo $! >"$_S3_PID"
+}
+
+_start_s3_locked() {
+    # A bucket is a folder of the server's root.
+    mkdir -p "$_S3_DATA/$PTSLOG_TEST_S3_BUCKET" || return 1
+    if _s3_port_open; then
+        if _s3_our_pid >/dev/null; then
+            ptslog_log "s3s-fs already running on 127.0.0.1:$PTSLOG_S3_PORT - reusing it"
+        else
+            ptslog_log "something already serves 127.0.0.1:$PTSLOG_S3_PORT (not ours) - reusing it as the S3 server"
+        fi
+        return 0
+    fi
+    rm -f "$_S3_PID"
+    _ptslog_rotate_log "$_S3_LOG"
+    ptslog_log "starting s3s-fs on 127.0.0.1:$PTSLOG_S3_PORT (data $_S3_DATA, log $_S3_LOG)"
+    _ptslog_spawn _s3_launch || return 1
+    local i
+    for ((i = 0; i < PTSLOG_SERVICE_TIMEOUT * 4; i++)); do
+        _s3_port_open && return 0
+        if ! _s3_our_pid >/dev/null; then
+            ptslog_err "s3s-fs exited during startup"
+            _ptslog_tail "$_S3_LOG"
+            return 1
+        fi
+        sleep 0.25
+    done
+    ptslog_err "s3s-fs did not listen on 127.0.0.1:$PTSLOG_S3_PORT within ${PTSLOG_SERVICE_TIMEOUT}s"
+    _ptslog_tail "$_S3_LOG"
+    return 1
+}
+
+# start_s3 - start (or reuse) the private S3 server and export its address and credentials.
+start_s3() {
+    ensure_s3s || return 1
+    mkdir -p "$_S3_DIR" || return 1
+    _ptslog_with_lock _start_s3_locked || return 1
+    PTSLOG_TEST_S3_ENDPOINT=http://127.0.0.1:$PTSLOG_S3_PORT
+    PTSLOG_TEST_S3_ROOT=$_S3_DATA
+    export PTSLOG_TEST_S3_ENDPOINT PTSLOG_TEST_S3_BUCKET PTSLOG_TEST_S3_ACCESS_KEY \
+        PTSLOG_TEST_S3_SECRET_KEY PTSLOG_TEST_S3_ROOT PTSLOG_S3_PORT
+    ptslog_log "S3 (s3s-fs) ready: $PTSLOG_TEST_S3_ENDPOINT"
+}
+
+# stop_s3 - stop the private S3 server (its data folder is kept).
+stop_s3() {
+    _ptslog_init_paths || return 1
+    _s3_paths
+    local pid i
+    if ! pid=$(_s3_our_pid); then
+        ptslog_log "private s3s-fs (port $PTSLOG_S3_PORT) is not running"
+        return 0
+    fi
+    ptslog_log "stopping s3s-fs (pid $pid, port $PTSLOG_S3_PORT)"
+    kill "$pid" 2>/dev/null || true
+    for ((i = 0; i < 40; i++)); do
+        kill -0 "$pid" 2>/dev/null || {
+            rm -f "$_S3_PID"
+            return 0
+        }
+        sleep 0.25
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$_S3_PID"
+}
+
+# ---------------------------------------------------------------------------
 # all services
 # ---------------------------------------------------------------------------
 
@@ -860,10 +1014,12 @@ start_services() {
     start_postgres || return 1
     start_redis || return 1
     start_kafka || return 1
+    start_s3 || return 1
 }
 
 stop_services() {
     local rc=0
+    stop_s3 || rc=1
     stop_kafka || rc=1
     stop_redis || rc=1
     stop_postgres || rc=1
@@ -872,7 +1028,7 @@ stop_services() {
 
 print_service_env() {
     local v
-    for v in DATABASE_URL PTSLOG_TEST_DATABASE_URL PTSLOG_TEST_PG_SSLROOTCERT REDIS_URL PTSLOG_TEST_REDIS_URL PTSLOG_TEST_KAFKA_BROKERS PTSLOG_TEST_TANSU; do
+    for v in DATABASE_URL PTSLOG_TEST_DATABASE_URL PTSLOG_TEST_PG_SSLROOTCERT REDIS_URL PTSLOG_TEST_REDIS_URL PTSLOG_TEST_KAFKA_BROKERS PTSLOG_TEST_TANSU PTSLOG_TEST_S3_ENDPOINT PTSLOG_TEST_S3_BUCKET PTSLOG_TEST_S3_ACCESS_KEY PTSLOG_TEST_S3_SECRET_KEY PTSLOG_TEST_S3_ROOT; do
         if [ -n "${!v:-}" ]; then printf 'export %s=%q\n' "$v" "${!v}"; fi
     done
 }
@@ -903,4 +1059,10 @@ services_status() {
         if _kafka_our_pid >/dev/null; then kafka="running (private tansu)"; else kafka="answering, but not ours"; fi
     fi
     printf 'kafka    : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_KAFKA_PORT" "$kafka" "$_KAFKA_LOG"
+    _s3_paths
+    local s3="not running"
+    if _s3_port_open; then
+        if _s3_our_pid >/dev/null; then s3="running (private s3s-fs)"; else s3="answering, but not ours"; fi
+    fi
+    printf 's3       : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_S3_PORT" "$s3" "$_S3_LOG"
 }

@@ -5,6 +5,7 @@
 extern crate ptslog_infrastructure as infrastructure;
 
 mod accounts;
+mod blobs;
 mod common;
 mod log;
 mod migrate;
