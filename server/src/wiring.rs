@@ -84,6 +84,25 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
     .with_media_catalog(Arc::new(
         infrastructure::postgres::media_catalog::PgMediaCatalog::new(pool.clone()),
     ));
+    // TEMPORARY (h/media, until h/files' own wiring with its storage configuration is merged):
+    // the file system store under the data folder, so media messages run end to end.
+    let files = Arc::new(
+        infrastructure::blobs::FsBlobStore::open(config.data_dir.join("files"))
+            .context("opening the file store under the data folder")?,
+    );
+    let app = app
+        .with_files(application::media::FilePorts {
+            blobs: files.clone(),
+            staging: files.clone(),
+            pending: Arc::new(infrastructure::postgres::uploads::PgPendingUploads::new(
+                pool.clone(),
+            )),
+            limits: application::media::UploadLimits::default(),
+        })
+        .with_media_making(application::media::MediaMaking {
+            blobs: files,
+            photos: Arc::new(infrastructure::photos::ImagePhotos),
+        });
     Ok((app, pool, store))
 }
 

@@ -13,6 +13,7 @@ mod account_cap;
 mod keys;
 mod layer152;
 mod limits;
+mod media;
 mod raw;
 
 use std::path::{Path, PathBuf};

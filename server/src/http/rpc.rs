@@ -1,5 +1,6 @@
 //! `POST /v1/rpc/<method>`: one table from TL method names to application handlers.
 
+use application::commands::save_file_part::{SaveBigFilePart, SaveFilePart};
 use application::commands::send_media::{SendMedia, SendMultiMedia, UploadMedia};
 use application::commands::two_step::{TwoStepError, UpdatePasswordSettings};
 use application::commands::{
@@ -86,6 +87,9 @@ pub const METHODS: &[&str] = &[
     "messages.sendMultiMedia",
     "messages.uploadMedia",
     "upload.getFile",
+    // TEMPORARY (h/media, until h/files' registration is merged): the upload calls.
+    "upload.saveFilePart",
+    "upload.saveBigFilePart",
 ];
 
 /// Parses a JSON body into a request; an empty body is `{}` (methods without parameters).
@@ -271,6 +275,17 @@ pub(crate) async fn dispatch(
             .await?),
         "messages.uploadMedia" => ok(&app.upload_media(c, parse::<UploadMedia>(body)?).await?),
         "upload.getFile" => ok(&app.get_file(c, parse::<GetFile>(body)?).await?),
+        // TEMPORARY (h/media, until h/files' registration is merged).
+        "upload.saveFilePart" => {
+            app.save_file_part(c, parse::<SaveFilePart>(body)?.into())
+                .await?;
+            Ok(bool_value(true))
+        }
+        "upload.saveBigFilePart" => {
+            app.save_file_part(c, parse::<SaveBigFilePart>(body)?.into())
+                .await?;
+            Ok(bool_value(true))
+        }
         other => Err(RpcFailure(RpcError::method_invalid(other))),
     }
 }
