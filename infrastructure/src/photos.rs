@@ -95,7 +95,8 @@ fn on_white(image: &DynamicImage) -> RgbImage {
     let rgba = image.to_rgba8();
     RgbImage::from_fn(rgba.width(), rgba.height(), |x, y| {
         let [r, g, b, a] = rgba.get_pixel(x, y).0;
-        let blend = |c: u8| ((u16::from(c) * u16::from(a) + 255 * (255 - u16::from(a)) + 127) / 255) as u8;
+        let blend =
+            |c: u8| ((u16::from(c) * u16::from(a) + 255 * (255 - u16::from(a)) + 127) / 255) as u8;
         image::Rgb([blend(r), blend(g), blend(b)])
     })
 }
@@ -141,11 +142,18 @@ pub fn stripped(jpeg: &[u8]) -> Result<Vec<u8>, PhotoError> {
             let at = |i: usize| jpeg.get(pos + 4 + i).copied().ok_or_else(broken);
             let height = u16::from_be_bytes([at(1)?, at(2)?]);
             let width = u16::from_be_bytes([at(3)?, at(4)?]);
-            dims = Some((u8::try_from(height).map_err(|_| broken())?, u8::try_from(width).map_err(|_| broken())?));
+            dims = Some((
+                u8::try_from(height).map_err(|_| broken())?,
+                u8::try_from(width).map_err(|_| broken())?,
+            ));
         }
         if marker == 0xDA {
             let scan = pos + 2 + len;
-            let end = jpeg.len().checked_sub(2).filter(|&e| e >= scan).ok_or_else(broken)?;
+            let end = jpeg
+                .len()
+                .checked_sub(2)
+                .filter(|&e| e >= scan)
+                .ok_or_else(broken)?;
             let (height, width) = dims.ok_or_else(broken)?;
             let mut out = Vec::with_capacity(3 + end - scan);
             out.extend_from_slice(&[1, height, width]);
@@ -175,28 +183,54 @@ mod tests {
 
     #[test]
     fn a_large_photo_gets_every_size_never_upscaled() {
-        let jpeg = encoded(DynamicImage::ImageRgb8(gradient(3000, 2000)), ImageFormat::Jpeg);
+        let jpeg = encoded(
+            DynamicImage::ImageRgb8(gradient(3000, 2000)),
+            ImageFormat::Jpeg,
+        );
         let p = ImagePhotos.process(&jpeg).unwrap();
         assert_eq!((p.width, p.height), (3000, 2000));
-        let kinds: Vec<(char, u32, u32)> = p.sizes.iter().map(|s| (s.kind, s.width, s.height)).collect();
+        let kinds: Vec<(char, u32, u32)> = p
+            .sizes
+            .iter()
+            .map(|s| (s.kind, s.width, s.height))
+            .collect();
         assert_eq!(
             kinds,
-            vec![('s', 100, 67), ('m', 320, 213), ('x', 800, 533), ('y', 1280, 853), ('w', 2560, 1707)]
+            vec![
+                ('s', 100, 67),
+                ('m', 320, 213),
+                ('x', 800, 533),
+                ('y', 1280, 853),
+                ('w', 2560, 1707)
+            ]
         );
         for size in &p.sizes {
             let back = image::load_from_memory_with_format(&size.jpeg, ImageFormat::Jpeg).unwrap();
             assert_eq!((back.width(), back.height()), (size.width, size.height));
         }
         // Bigger sizes are bigger files.
-        assert!(p.sizes.windows(2).all(|w| w[0].jpeg.len() < w[1].jpeg.len()));
+        assert!(p
+            .sizes
+            .windows(2)
+            .all(|w| w[0].jpeg.len() < w[1].jpeg.len()));
     }
 
     #[test]
     fn a_small_png_keeps_its_own_size_as_the_largest() {
-        let png = encoded(DynamicImage::ImageRgb8(gradient(500, 400)), ImageFormat::Png);
+        let png = encoded(
+            DynamicImage::ImageRgb8(gradient(500, 400)),
+            ImageFormat::Png,
+        );
         let p = ImagePhotos.process(&png).unwrap();
-        let kinds: Vec<(char, u32, u32)> = p.sizes.iter().map(|s| (s.kind, s.width, s.height)).collect();
-        assert_eq!(kinds, vec![('s', 100, 80), ('m', 320, 256), ('x', 500, 400)]);
+        let kinds: Vec<(char, u32, u32)> = p
+            .sizes
+            .iter()
+            .map(|s| (s.kind, s.width, s.height))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![('s', 100, 80), ('m', 320, 256), ('x', 500, 400)]
+        );
     }
 
     #[test]
@@ -216,11 +250,17 @@ mod tests {
 
     #[test]
     fn what_is_not_an_image_is_refused() {
-        assert_eq!(ImagePhotos.process(b"hello, not a photo"), Err(PhotoError::NotAnImage));
+        assert_eq!(
+            ImagePhotos.process(b"hello, not a photo"),
+            Err(PhotoError::NotAnImage)
+        );
         assert_eq!(ImagePhotos.process(&[]), Err(PhotoError::NotAnImage));
         // Cut inside its header (a JPEG cut in its scan still decodes, greyed, as browsers
         // show it).
-        let mut jpeg = encoded(DynamicImage::ImageRgb8(gradient(200, 100)), ImageFormat::Jpeg);
+        let mut jpeg = encoded(
+            DynamicImage::ImageRgb8(gradient(200, 100)),
+            ImageFormat::Jpeg,
+        );
         jpeg.truncate(300);
         assert_eq!(ImagePhotos.process(&jpeg), Err(PhotoError::NotAnImage));
         let mut fake = vec![0xFF, 0xD8, 0xFF, 0xE0];
@@ -230,12 +270,21 @@ mod tests {
 
     #[test]
     fn dimensions_are_refused_from_the_header() {
-        let thin = encoded(DynamicImage::ImageRgb8(gradient(2100, 100)), ImageFormat::Png);
+        let thin = encoded(
+            DynamicImage::ImageRgb8(gradient(2100, 100)),
+            ImageFormat::Png,
+        );
         assert_eq!(
             ImagePhotos.process(&thin),
-            Err(PhotoError::InvalidDimensions { width: 2100, height: 100 })
+            Err(PhotoError::InvalidDimensions {
+                width: 2100,
+                height: 100
+            })
         );
-        let ok = encoded(DynamicImage::ImageRgb8(gradient(2000, 100)), ImageFormat::Png);
+        let ok = encoded(
+            DynamicImage::ImageRgb8(gradient(2000, 100)),
+            ImageFormat::Png,
+        );
         assert!(ImagePhotos.process(&ok).is_ok());
     }
 
@@ -249,7 +298,10 @@ mod tests {
         let header_end = other.len() - (stripped(&other).unwrap().len() - 3) - 2;
         let header = &other[..header_end];
 
-        let photo = encoded(DynamicImage::ImageRgb8(gradient(1000, 500)), ImageFormat::Jpeg);
+        let photo = encoded(
+            DynamicImage::ImageRgb8(gradient(1000, 500)),
+            ImageFormat::Jpeg,
+        );
         let p = ImagePhotos.process(&photo).unwrap();
         assert_eq!(&p.stripped[..3], &[1, 20, 40]);
         let mut rebuilt = header.to_vec();
@@ -263,7 +315,11 @@ mod tests {
         // The gradient survives: left is darker red than right.
         let rgb = back.to_rgb8();
         assert!(rgb.get_pixel(2, 10).0[0] + 100 < rgb.get_pixel(37, 10).0[0]);
-        assert!(p.stripped.len() < 1500, "a stripped thumbnail is small: {}", p.stripped.len());
+        assert!(
+            p.stripped.len() < 1500,
+            "a stripped thumbnail is small: {}",
+            p.stripped.len()
+        );
     }
 
     #[test]
@@ -271,19 +327,33 @@ mod tests {
         let jpeg = encode(&gradient(40, 40), STRIPPED_JPEG_QUALITY).unwrap();
         // DQT 0 begins with the DC step 16 × 2.5 = 40 ('(' in Telethon's header), DQT 1 with
         // 17 × 2.5 = 43 ('+'); SOF0 says Y 2×2 with table 0 and Cb, Cr 1×1 with table 1.
-        let dqt: Vec<usize> = jpeg.windows(2).enumerate().filter(|(_, w)| w == &[0xFF, 0xDB]).map(|(i, _)| i).collect();
+        let dqt: Vec<usize> = jpeg
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| w == &[0xFF, 0xDB])
+            .map(|(i, _)| i)
+            .collect();
         let tables: Vec<(u8, u8)> = dqt
             .iter()
             .flat_map(|&i| {
                 let len = usize::from(u16::from_be_bytes([jpeg[i + 2], jpeg[i + 3]]));
-                jpeg[i + 4..i + 2 + len].chunks(65).map(|t| (t[0], t[1])).collect::<Vec<_>>()
+                jpeg[i + 4..i + 2 + len]
+                    .chunks(65)
+                    .map(|t| (t[0], t[1]))
+                    .collect::<Vec<_>>()
             })
             .collect();
         assert_eq!(tables, vec![(0, 40), (1, 43)]);
         // (Component ids are the header's own business: the scan is the same whatever they are.)
         let sof = jpeg.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
         let c = &jpeg[sof + 9..sof + 19];
-        assert_eq!([c[0], c[2], c[3], c[5], c[6], c[8], c[9]], [3, 0x22, 0, 0x11, 1, 0x11, 1]);
-        assert!(!jpeg.windows(2).any(|w| w == [0xFF, 0xDD]), "no restart interval");
+        assert_eq!(
+            [c[0], c[2], c[3], c[5], c[6], c[8], c[9]],
+            [3, 0x22, 0, 0x11, 1, 0x11, 1]
+        );
+        assert!(
+            !jpeg.windows(2).any(|w| w == [0xFF, 0xDD]),
+            "no restart interval"
+        );
     }
 }

@@ -83,7 +83,9 @@ fn pseudo_random_bytes(n: usize) -> Vec<u8> {
 
 /// A real JPEG of `w`×`h` (a gradient), made with the `image` crate.
 pub(crate) fn jpeg(w: u32, h: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, 128]));
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, 128])
+    });
     let mut out = std::io::Cursor::new(Vec::new());
     image::DynamicImage::ImageRgb8(img)
         .write_to(&mut out, image::ImageFormat::Jpeg)
@@ -130,14 +132,25 @@ async fn a_document_is_shown_everywhere_and_downloaded_only_by_who_sees_it() {
     let theirs = history(&bob, &bob_to_alice).await[0].clone();
     let their_doc = theirs["media"]["document"].clone();
     assert_eq!(their_doc["id"], doc["id"]);
-    assert_eq!(theirs["media_unread"], false, "only voice and round notes start unread");
+    assert_eq!(
+        theirs["media_unread"], false,
+        "only voice and round notes start unread"
+    );
     let dialogs = bob
-        .rpc("messages.getDialogs", json!({"offset_peer": {"_": "inputPeerEmpty"}, "limit": 10}))
+        .rpc(
+            "messages.getDialogs",
+            json!({"offset_peer": {"_": "inputPeerEmpty"}, "limit": 10}),
+        )
         .await;
     assert_eq!(dialogs["messages"][0]["media"]["document"]["id"], doc["id"]);
     let (new_messages, _) = difference(&bob, 0).await;
     assert_eq!(new_messages[0]["media"]["document"]["id"], doc["id"]);
-    assert_eq!(download(&bob, &document_location(&their_doc, "")).await.unwrap(), bytes);
+    assert_eq!(
+        download(&bob, &document_location(&their_doc, ""))
+            .await
+            .unwrap(),
+        bytes
+    );
 
     // A third account that learned every id, hash and reference gets the same as for no file.
     assert_eq!(
@@ -173,8 +186,11 @@ async fn a_document_is_shown_everywhere_and_downloaded_only_by_who_sees_it() {
         let peer = bob_to_alice.clone();
         async move {
             let r = bob
-                .rpc("messages.search", json!({"peer": peer, "q": "", "filter": {"_": filter},
-                    "limit": 10}))
+                .rpc(
+                    "messages.search",
+                    json!({"peer": peer, "q": "", "filter": {"_": filter},
+                    "limit": 10}),
+                )
                 .await;
             r["messages"].as_array().unwrap().len()
         }
@@ -185,17 +201,32 @@ async fn a_document_is_shown_everywhere_and_downloaded_only_by_who_sees_it() {
 
     // A caption edit keeps the document, in both boxes.
     alice
-        .rpc("messages.editMessage", json!({"peer": to_bob, "id": mine["id"], "message": "v2"}))
+        .rpc(
+            "messages.editMessage",
+            json!({"peer": to_bob, "id": mine["id"], "message": "v2"}),
+        )
         .await;
     let theirs = history(&bob, &bob_to_alice).await[0].clone();
-    assert_eq!((theirs["message"].as_str(), &theirs["media"]["document"]["id"]), (Some("v2"), &doc["id"]));
+    assert_eq!(
+        (
+            theirs["message"].as_str(),
+            &theirs["media"]["document"]["id"]
+        ),
+        (Some("v2"), &doc["id"])
+    );
 
     // Re-sending by id (Bob may see it) and forwarding keep the same document.
     let resent = bob
-        .rpc("messages.sendMedia", json!({"peer": {"_": "inputPeerSelf"}, "media": input_doc,
-            "message": "mine too", "random_id": rid()}))
+        .rpc(
+            "messages.sendMedia",
+            json!({"peer": {"_": "inputPeerSelf"}, "media": input_doc,
+            "message": "mine too", "random_id": rid()}),
+        )
         .await;
-    assert_eq!(sent_message(&resent, 0)["media"]["document"]["id"], doc["id"]);
+    assert_eq!(
+        sent_message(&resent, 0)["media"]["document"]["id"],
+        doc["id"]
+    );
     bob.rpc(
         "messages.forwardMessages",
         json!({"from_peer": bob_to_alice, "to_peer": bob_to_carol, "id": [theirs["id"]],
@@ -205,10 +236,18 @@ async fn a_document_is_shown_everywhere_and_downloaded_only_by_who_sees_it() {
     let carols = history(&carol, &carol.peer_of(BOB).await).await[0].clone();
     let carols_doc = &carols["media"]["document"];
     assert_eq!(carols_doc["id"], doc["id"]);
-    assert_eq!(download(&carol, &document_location(carols_doc, "")).await.unwrap(), bytes);
+    assert_eq!(
+        download(&carol, &document_location(carols_doc, ""))
+            .await
+            .unwrap(),
+        bytes
+    );
     // Once Carol deletes her only copy, she cannot download it any more.
     carol
-        .rpc("messages.deleteMessages", json!({"id": [carols["id"]], "revoke": false}))
+        .rpc(
+            "messages.deleteMessages",
+            json!({"id": [carols["id"]], "revoke": false}),
+        )
         .await;
     assert_eq!(
         download(&carol, &document_location(carols_doc, "")).await,
@@ -217,8 +256,11 @@ async fn a_document_is_shown_everywhere_and_downloaded_only_by_who_sees_it() {
 
     // noforwards still refuses.
     let protected = alice
-        .rpc("messages.sendMedia", json!({"peer": to_bob, "noforwards": true, "media": input_doc_of(doc),
-            "message": "", "random_id": rid()}))
+        .rpc(
+            "messages.sendMedia",
+            json!({"peer": to_bob, "noforwards": true, "media": input_doc_of(doc),
+            "message": "", "random_id": rid()}),
+        )
         .await;
     let protected_theirs = history(&bob, &bob_to_alice).await[0].clone();
     assert_eq!(protected_theirs["noforwards"], true, "{protected}");
@@ -245,17 +287,33 @@ async fn photos_are_cut_into_sizes_and_albums_share_one_group() {
     let bob_to_alice = bob.peer_of(super::send::ALICE).await;
     let source = jpeg(1600, 1000);
     let file = upload(&alice, &source, "p.jpg").await;
-    let sent = send_media(&alice, &to_bob, json!({"_": "inputMediaUploadedPhoto", "file": file}), "").await;
+    let sent = send_media(
+        &alice,
+        &to_bob,
+        json!({"_": "inputMediaUploadedPhoto", "file": file}),
+        "",
+    )
+    .await;
     let photo = sent_message(&sent, 0)["media"]["photo"].clone();
     let sizes = photo["sizes"].as_array().unwrap();
     assert_eq!(sizes[0]["_"], "photoStrippedSize", "{photo}");
     let largest = sizes.last().unwrap();
-    assert!(largest["w"].as_i64().unwrap() <= 1600 && largest["w"].as_i64().unwrap() >= 800, "{photo}");
+    assert!(
+        largest["w"].as_i64().unwrap() <= 1600 && largest["w"].as_i64().unwrap() >= 800,
+        "{photo}"
+    );
     // The recipient downloads every size: a JPEG of exactly the announced bytes.
     let theirs = history(&bob, &bob_to_alice).await[0]["media"]["photo"].clone();
-    for size in theirs["sizes"].as_array().unwrap().iter().filter(|s| s["_"] == "photoSize") {
+    for size in theirs["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["_"] == "photoSize")
+    {
         let kind = size["type"].as_str().unwrap();
-        let got = download(&bob, &photo_location(&theirs, kind)).await.unwrap();
+        let got = download(&bob, &photo_location(&theirs, kind))
+            .await
+            .unwrap();
         assert_eq!(got.len() as i64, size["size"].as_i64().unwrap(), "{kind}");
         assert_eq!(&got[..2], &[0xff, 0xd8], "{kind} is a JPEG");
         let decoded = image::load_from_memory(&got).expect("decodes");
@@ -267,8 +325,11 @@ async fn photos_are_cut_into_sizes_and_albums_share_one_group() {
     // Not an image.
     let junk = upload(&alice, b"not an image at all", "x.jpg").await;
     let (_, e) = alice
-        .rpc_err("messages.sendMedia", json!({"peer": to_bob, "random_id": rid(), "message": "",
-            "media": {"_": "inputMediaUploadedPhoto", "file": junk}}))
+        .rpc_err(
+            "messages.sendMedia",
+            json!({"peer": to_bob, "random_id": rid(), "message": "",
+            "media": {"_": "inputMediaUploadedPhoto", "file": junk}}),
+        )
         .await;
     assert_eq!(e, "IMAGE_PROCESS_FAILED");
 
@@ -277,8 +338,11 @@ async fn photos_are_cut_into_sizes_and_albums_share_one_group() {
         "access_hash": photo["access_hash"], "file_reference": photo["file_reference"]}});
     send_media(&alice, &to_bob, by_id.clone(), &"я".repeat(1024)).await;
     let (_, e) = alice
-        .rpc_err("messages.sendMedia", json!({"peer": to_bob, "random_id": rid(),
-            "message": "я".repeat(1025), "media": by_id}))
+        .rpc_err(
+            "messages.sendMedia",
+            json!({"peer": to_bob, "random_id": rid(),
+            "message": "я".repeat(1025), "media": by_id}),
+        )
         .await;
     assert_eq!(e, "MEDIA_CAPTION_TOO_LONG");
 
@@ -287,25 +351,39 @@ async fn photos_are_cut_into_sizes_and_albums_share_one_group() {
     for i in 0..3 {
         let f = upload(&alice, &jpeg(300 + i * 10, 200), "a.jpg").await;
         let media = alice
-            .rpc("messages.uploadMedia", json!({"peer": to_bob,
-                "media": {"_": "inputMediaUploadedPhoto", "file": f}}))
+            .rpc(
+                "messages.uploadMedia",
+                json!({"peer": to_bob,
+                "media": {"_": "inputMediaUploadedPhoto", "file": f}}),
+            )
             .await;
         assert_eq!(media["_"], "messageMediaPhoto", "{media}");
         let p = &media["photo"];
-        items.push(json!({"media": {"_": "inputMediaPhoto", "id": {"_": "inputPhoto", "id": p["id"],
+        items.push(
+            json!({"media": {"_": "inputMediaPhoto", "id": {"_": "inputPhoto", "id": p["id"],
             "access_hash": p["access_hash"], "file_reference": p["file_reference"]}},
-            "random_id": rid(), "message": format!("item {i}")}));
+            "random_id": rid(), "message": format!("item {i}")}),
+        );
     }
     let album = alice
-        .rpc("messages.sendMultiMedia", json!({"peer": to_bob, "multi_media": items.clone()}))
+        .rpc(
+            "messages.sendMultiMedia",
+            json!({"peer": to_bob, "multi_media": items.clone()}),
+        )
         .await;
     let group = sent_message(&album, 0)["grouped_id"].clone();
     assert!(group.as_i64().is_some_and(|g| g > 0), "{album}");
     let theirs = history(&bob, &bob_to_alice).await;
-    assert!(theirs[..3].iter().all(|m| m["grouped_id"] == group), "{theirs:?}");
+    assert!(
+        theirs[..3].iter().all(|m| m["grouped_id"] == group),
+        "{theirs:?}"
+    );
     let eleven: Vec<Value> = (0..11).map(|_| items[0].clone()).collect();
     let (_, e) = alice
-        .rpc_err("messages.sendMultiMedia", json!({"peer": to_bob, "multi_media": eleven}))
+        .rpc_err(
+            "messages.sendMultiMedia",
+            json!({"peer": to_bob, "multi_media": eleven}),
+        )
         .await;
     assert_eq!(e, "MULTI_MEDIA_TOO_LONG");
     s.stop().await;
@@ -317,21 +395,33 @@ async fn a_voice_note_stays_unread_for_the_recipient_until_played() {
     let (alice, bob, _carol, to_bob, _) = three(&s).await;
     let bob_to_alice = bob.peer_of(super::send::ALICE).await;
     let file = upload(&alice, &pseudo_random_bytes(4000), "voice.ogg").await;
-    send_media(&alice, &to_bob, json!({"_": "inputMediaUploadedDocument", "file": file,
+    send_media(
+        &alice,
+        &to_bob,
+        json!({"_": "inputMediaUploadedDocument", "file": file,
         "mime_type": "audio/ogg", "attributes": [{"_": "documentAttributeAudio", "voice": true,
-        "duration": 2, "waveform": "0a1f"}]}), "").await;
+        "duration": 2, "waveform": "0a1f"}]}),
+        "",
+    )
+    .await;
     let theirs = history(&bob, &bob_to_alice).await[0].clone();
     assert_eq!(theirs["media_unread"], true);
     assert_eq!(theirs["media"]["voice"], true);
     assert_eq!(history(&alice, &to_bob).await[0]["media_unread"], false);
     let read = bob
-        .rpc("messages.readMessageContents", json!({"id": [theirs["id"]]}))
+        .rpc(
+            "messages.readMessageContents",
+            json!({"id": [theirs["id"]]}),
+        )
         .await;
     assert_eq!(read["pts_count"], 1, "{read}");
     assert_eq!(history(&bob, &bob_to_alice).await[0]["media_unread"], false);
     let search = bob
-        .rpc("messages.search", json!({"peer": bob_to_alice, "q": "",
-            "filter": {"_": "inputMessagesFilterRoundVoice"}, "limit": 10}))
+        .rpc(
+            "messages.search",
+            json!({"peer": bob_to_alice, "q": "",
+            "filter": {"_": "inputMessagesFilterRoundVoice"}, "limit": 10}),
+        )
         .await;
     assert_eq!(search["messages"].as_array().unwrap().len(), 1);
     s.stop().await;

@@ -34,7 +34,7 @@ fn media_refused(method: &str, error: &str) -> bool {
             | ("messages.sendMultiMedia", "PHOTO_INVALID")
             | ("messages.uploadMedia", "PHOTO_INVALID")
             | ("upload.getFile", "FILE_ID_INVALID")
-    )
+    ) || (method == "upload.saveBigFilePart" && error.starts_with("FILE_PART"))
 }
 
 const TELETHON: &str = "1.45.0";

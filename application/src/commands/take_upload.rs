@@ -226,9 +226,15 @@ mod tests {
     #[test]
     fn the_first_gap_is_the_missing_part() {
         let f = file(UploadKind::Small, &[(0, 1024), (2, 1024), (3, 10)]);
-        assert_eq!(check_parts(&f, 4, false), Err(FileError::FilePartMissing(1)));
+        assert_eq!(
+            check_parts(&f, 4, false),
+            Err(FileError::FilePartMissing(1))
+        );
         let f = file(UploadKind::Small, &[(0, 1024), (1, 10)]);
-        assert_eq!(check_parts(&f, 3, false), Err(FileError::FilePartMissing(2)));
+        assert_eq!(
+            check_parts(&f, 3, false),
+            Err(FileError::FilePartMissing(2))
+        );
         assert_eq!(check_parts(&f, 1, false), Err(FileError::FilePartsInvalid));
         assert_eq!(check_parts(&f, 2, false).map(|p| p.len()), Ok(2));
     }
@@ -236,9 +242,15 @@ mod tests {
     #[test]
     fn small_and_big_are_not_interchangeable() {
         let small = file(UploadKind::Small, &[(0, 10)]);
-        assert_eq!(check_parts(&small, 1, true), Err(FileError::FilePartsInvalid));
+        assert_eq!(
+            check_parts(&small, 1, true),
+            Err(FileError::FilePartsInvalid)
+        );
         let big = file(UploadKind::Big { total_parts: 1 }, &[(0, 10)]);
-        assert_eq!(check_parts(&big, 1, false), Err(FileError::FilePartsInvalid));
+        assert_eq!(
+            check_parts(&big, 1, false),
+            Err(FileError::FilePartsInvalid)
+        );
         assert_eq!(check_parts(&big, 2, true), Err(FileError::FilePartsInvalid));
         assert!(check_parts(&big, 1, true).is_ok());
     }
@@ -248,9 +260,17 @@ mod tests {
         assert_eq!(parse_md5(""), Ok(None));
         assert_eq!(
             parse_md5("900150983cd24fb0d6963f7d28e17f72"),
-            Ok(Some(*b"\x90\x01\x50\x98\x3c\xd2\x4f\xb0\xd6\x96\x3f\x7d\x28\xe1\x7f\x72"))
+            Ok(Some(
+                *b"\x90\x01\x50\x98\x3c\xd2\x4f\xb0\xd6\x96\x3f\x7d\x28\xe1\x7f\x72"
+            ))
         );
-        assert_eq!(parse_md5("900150983cd24fb0d6963f7d28e17f7"), Err(FileError::Md5ChecksumInvalid));
-        assert_eq!(parse_md5(&"z".repeat(32)), Err(FileError::Md5ChecksumInvalid));
+        assert_eq!(
+            parse_md5("900150983cd24fb0d6963f7d28e17f7"),
+            Err(FileError::Md5ChecksumInvalid)
+        );
+        assert_eq!(
+            parse_md5(&"z".repeat(32)),
+            Err(FileError::Md5ChecksumInvalid)
+        );
     }
 }

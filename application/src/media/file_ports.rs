@@ -80,6 +80,9 @@ mod tests {
     fn the_default_quota_holds_the_largest_file() {
         let limits = UploadLimits::default();
         assert!(limits.quota.max_pending_bytes >= MAX_FILE_BYTES);
-        assert!(limits.quota.max_pending_files >= 20, "an album of 10 with thumbnails");
+        assert!(
+            limits.quota.max_pending_files >= 20,
+            "an album of 10 with thumbnails"
+        );
     }
 }

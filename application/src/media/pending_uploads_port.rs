@@ -84,9 +84,5 @@ pub trait PendingUploads: Send + Sync {
 
     /// Drops up to `max` files untouched since before `expired_before` and answers them, so
     /// their staged bytes can be deleted.
-    async fn sweep(
-        &self,
-        expired_before: i64,
-        max: u32,
-    ) -> Result<Vec<(UserId, i64)>, StoreError>;
+    async fn sweep(&self, expired_before: i64, max: u32) -> Result<Vec<(UserId, i64)>, StoreError>;
 }

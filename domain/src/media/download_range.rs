@@ -38,7 +38,9 @@ impl DownloadRange {
             return Err(FileError::LimitInvalid);
         }
         // Near i64::MAX the range's end would overflow.
-        let end = offset.checked_add(limit - 1).ok_or(FileError::OffsetInvalid)?;
+        let end = offset
+            .checked_add(limit - 1)
+            .ok_or(FileError::OffsetInvalid)?;
         if offset / MAX_DOWNLOAD_LIMIT != end / MAX_DOWNLOAD_LIMIT {
             return Err(FileError::LimitInvalid);
         }
@@ -69,10 +71,19 @@ mod tests {
 
     #[test]
     fn offsets_at_their_boundaries() {
-        assert_eq!(DownloadRange::new(-4096, 4 * KIB, false), Err(FileError::OffsetInvalid));
-        assert_eq!(DownloadRange::new(1024, 4 * KIB, false), Err(FileError::OffsetInvalid));
+        assert_eq!(
+            DownloadRange::new(-4096, 4 * KIB, false),
+            Err(FileError::OffsetInvalid)
+        );
+        assert_eq!(
+            DownloadRange::new(1024, 4 * KIB, false),
+            Err(FileError::OffsetInvalid)
+        );
         assert!(DownloadRange::new(1024, KIB, true).is_ok());
-        assert_eq!(DownloadRange::new(512, KIB, true), Err(FileError::OffsetInvalid));
+        assert_eq!(
+            DownloadRange::new(512, KIB, true),
+            Err(FileError::OffsetInvalid)
+        );
         // The end of the range would overflow: refused, not wrapped.
         assert_eq!(
             DownloadRange::new(i64::MAX - 1023, MIB, true),
@@ -82,16 +93,37 @@ mod tests {
 
     #[test]
     fn limits_at_their_boundaries() {
-        assert_eq!(DownloadRange::new(0, 0, false), Err(FileError::LimitInvalid));
-        assert_eq!(DownloadRange::new(0, -4096, false), Err(FileError::LimitInvalid));
-        assert_eq!(DownloadRange::new(0, 2 * MIB, false), Err(FileError::LimitInvalid));
-        assert_eq!(DownloadRange::new(0, MIB + 4096, true), Err(FileError::LimitInvalid));
-        assert_eq!(DownloadRange::new(0, KIB, false), Err(FileError::LimitInvalid));
+        assert_eq!(
+            DownloadRange::new(0, 0, false),
+            Err(FileError::LimitInvalid)
+        );
+        assert_eq!(
+            DownloadRange::new(0, -4096, false),
+            Err(FileError::LimitInvalid)
+        );
+        assert_eq!(
+            DownloadRange::new(0, 2 * MIB, false),
+            Err(FileError::LimitInvalid)
+        );
+        assert_eq!(
+            DownloadRange::new(0, MIB + 4096, true),
+            Err(FileError::LimitInvalid)
+        );
+        assert_eq!(
+            DownloadRange::new(0, KIB, false),
+            Err(FileError::LimitInvalid)
+        );
         // 12 KiB is 4 KiB-aligned but does not divide 1 MiB; precise allows it.
-        assert_eq!(DownloadRange::new(0, 12 * KIB, false), Err(FileError::LimitInvalid));
+        assert_eq!(
+            DownloadRange::new(0, 12 * KIB, false),
+            Err(FileError::LimitInvalid)
+        );
         assert!(DownloadRange::new(0, 12 * KIB, true).is_ok());
         assert!(DownloadRange::new(0, MIB, true).is_ok());
-        assert_eq!(DownloadRange::new(0, 3 * KIB / 2, true), Err(FileError::LimitInvalid));
+        assert_eq!(
+            DownloadRange::new(0, 3 * KIB / 2, true),
+            Err(FileError::LimitInvalid)
+        );
     }
 
     #[test]
@@ -102,7 +134,10 @@ mod tests {
             DownloadRange::new((MIB - 4 * KIB) as i64, 8 * KIB, false),
             Err(FileError::LimitInvalid)
         );
-        assert_eq!(DownloadRange::new(4096, MIB, false), Err(FileError::LimitInvalid));
+        assert_eq!(
+            DownloadRange::new(4096, MIB, false),
+            Err(FileError::LimitInvalid)
+        );
         assert!(DownloadRange::new((MIB - KIB) as i64, KIB, true).is_ok());
         assert_eq!(
             DownloadRange::new((MIB - KIB) as i64, 2 * KIB, true),

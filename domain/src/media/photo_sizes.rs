@@ -4,7 +4,8 @@
 //! it fits a box. Plus the dimensions Telegram refuses as `PHOTO_INVALID_DIMENSIONS`.
 
 /// The box sizes, smallest first: Telegram's letters and the side of their square.
-pub const PHOTO_BOXES: [(char, u32); 5] = [('s', 100), ('m', 320), ('x', 800), ('y', 1280), ('w', 2560)];
+pub const PHOTO_BOXES: [(char, u32); 5] =
+    [('s', 100), ('m', 320), ('x', 800), ('y', 1280), ('w', 2560)];
 /// The stripped `i` thumbnail (photoStrippedSize) fits this square.
 pub const STRIPPED_BOX: u32 = 40;
 /// A photo's width plus height may be at most this (Telegram's limit for photos).
@@ -26,7 +27,9 @@ pub fn fit_in_box(width: u32, height: u32, side: u32) -> (u32, u32) {
     if long <= side {
         return (width, height);
     }
-    let scale = |v: u32| ((u64::from(v) * u64::from(side) + u64::from(long) / 2) / u64::from(long)).max(1) as u32;
+    let scale = |v: u32| {
+        ((u64::from(v) * u64::from(side) + u64::from(long) / 2) / u64::from(long)).max(1) as u32
+    };
     (scale(width), scale(height))
 }
 
@@ -55,7 +58,10 @@ mod tests {
     fn a_photo_gets_the_boxes_up_to_its_own_size() {
         assert_eq!(photo_size_plan(90, 60), vec![('s', 90, 60)]);
         assert_eq!(photo_size_plan(100, 60), vec![('s', 100, 60)]);
-        assert_eq!(photo_size_plan(101, 60), vec![('s', 100, 59), ('m', 101, 60)]);
+        assert_eq!(
+            photo_size_plan(101, 60),
+            vec![('s', 100, 59), ('m', 101, 60)]
+        );
         assert_eq!(
             photo_size_plan(500, 400),
             vec![('s', 100, 80), ('m', 320, 256), ('x', 500, 400)]

@@ -103,10 +103,23 @@ mod tests {
 
     #[test]
     fn full_part_sizes_are_the_powers_of_two_from_1_to_512_kib() {
-        let sizes: Vec<usize> = (1..=MAX_PART_BYTES).filter(|&s| is_full_part_size(s)).collect();
+        let sizes: Vec<usize> = (1..=MAX_PART_BYTES)
+            .filter(|&s| is_full_part_size(s))
+            .collect();
         assert_eq!(
             sizes,
-            vec![KIB, 2 * KIB, 4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, 512 * KIB]
+            vec![
+                KIB,
+                2 * KIB,
+                4 * KIB,
+                8 * KIB,
+                16 * KIB,
+                32 * KIB,
+                64 * KIB,
+                128 * KIB,
+                256 * KIB,
+                512 * KIB
+            ]
         );
     }
 
@@ -115,18 +128,34 @@ mod tests {
         let small = UploadKind::Small;
         assert_eq!(check_part(small, 0, 1), Ok(()));
         assert_eq!(check_part(small, MAX_FILE_PARTS - 1, KIB), Ok(()));
-        assert_eq!(check_part(small, MAX_FILE_PARTS, KIB), Err(FileError::FilePartInvalid));
+        assert_eq!(
+            check_part(small, MAX_FILE_PARTS, KIB),
+            Err(FileError::FilePartInvalid)
+        );
         assert_eq!(check_part(small, -1, KIB), Err(FileError::FilePartInvalid));
         assert_eq!(check_part(small, 0, 0), Err(FileError::FilePartEmpty));
         assert_eq!(check_part(small, 0, MAX_PART_BYTES), Ok(()));
-        assert_eq!(check_part(small, 0, MAX_PART_BYTES + 1), Err(FileError::FilePartTooBig));
+        assert_eq!(
+            check_part(small, 0, MAX_PART_BYTES + 1),
+            Err(FileError::FilePartTooBig)
+        );
         // A small file's odd-sized part may be its last: judged at assembly.
         assert_eq!(check_part(small, 3, 1000), Ok(()));
 
         let big = UploadKind::Big { total_parts: 3 };
-        assert_eq!(check_part(big, 2, 1000), Ok(()), "the last part may be any size");
-        assert_eq!(check_part(big, 1, 1000), Err(FileError::FilePartSizeInvalid));
-        assert_eq!(check_part(big, 1, 3 * KIB), Err(FileError::FilePartSizeInvalid));
+        assert_eq!(
+            check_part(big, 2, 1000),
+            Ok(()),
+            "the last part may be any size"
+        );
+        assert_eq!(
+            check_part(big, 1, 1000),
+            Err(FileError::FilePartSizeInvalid)
+        );
+        assert_eq!(
+            check_part(big, 1, 3 * KIB),
+            Err(FileError::FilePartSizeInvalid)
+        );
         assert_eq!(check_part(big, 1, 4 * KIB), Ok(()));
         assert_eq!(check_part(big, 3, KIB), Err(FileError::FilePartInvalid));
         for total_parts in [0, MAX_FILE_PARTS + 1] {
@@ -135,7 +164,9 @@ mod tests {
                 Err(FileError::FilePartsInvalid)
             );
         }
-        let most = UploadKind::Big { total_parts: MAX_FILE_PARTS };
+        let most = UploadKind::Big {
+            total_parts: MAX_FILE_PARTS,
+        };
         assert_eq!(check_part(most, MAX_FILE_PARTS - 1, KIB), Ok(()));
     }
 
@@ -144,15 +175,30 @@ mod tests {
         assert_eq!(check_assembly(&[]), Err(FileError::FilePartsInvalid));
         assert_eq!(check_assembly(&[1]), Ok(1));
         assert_eq!(check_assembly(&[MAX_PART_BYTES]), Ok(MAX_PART_BYTES as u64));
-        assert_eq!(check_assembly(&[4 * KIB, 4 * KIB, 1]), Ok(8 * KIB as u64 + 1));
-        assert_eq!(check_assembly(&[4 * KIB, 4 * KIB, 4 * KIB]), Ok(12 * KIB as u64));
+        assert_eq!(
+            check_assembly(&[4 * KIB, 4 * KIB, 1]),
+            Ok(8 * KIB as u64 + 1)
+        );
+        assert_eq!(
+            check_assembly(&[4 * KIB, 4 * KIB, 4 * KIB]),
+            Ok(12 * KIB as u64)
+        );
         assert_eq!(
             check_assembly(&[4 * KIB, 4 * KIB, 4 * KIB + 1]),
             Err(FileError::FilePartSizeInvalid)
         );
-        assert_eq!(check_assembly(&[4 * KIB, 8 * KIB, 1]), Err(FileError::FilePartSizeInvalid));
-        assert_eq!(check_assembly(&[3 * KIB, 1]), Err(FileError::FilePartSizeInvalid));
-        assert_eq!(check_assembly(&[1000, 1000]), Err(FileError::FilePartSizeInvalid));
+        assert_eq!(
+            check_assembly(&[4 * KIB, 8 * KIB, 1]),
+            Err(FileError::FilePartSizeInvalid)
+        );
+        assert_eq!(
+            check_assembly(&[3 * KIB, 1]),
+            Err(FileError::FilePartSizeInvalid)
+        );
+        assert_eq!(
+            check_assembly(&[1000, 1000]),
+            Err(FileError::FilePartSizeInvalid)
+        );
         assert_eq!(
             check_assembly(&vec![KIB; MAX_FILE_PARTS as usize]),
             Ok(MAX_FILE_PARTS as u64 * KIB as u64)

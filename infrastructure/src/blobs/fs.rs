@@ -195,7 +195,9 @@ impl BlobStore for FsBlobStore {
                     .await
                     .map_err(|e| backend("writing a blob", e))?;
             }
-            f.sync_all().await.map_err(|e| backend("flushing a blob", e))
+            f.sync_all()
+                .await
+                .map_err(|e| backend("flushing a blob", e))
         }
         .await;
         drop(f);

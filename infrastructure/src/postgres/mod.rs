@@ -7,11 +7,11 @@ pub mod login_codes;
 pub mod media_catalog;
 pub mod mtproto_keys;
 pub mod passwords;
-pub mod uploads;
 pub(crate) mod queries;
 pub(crate) mod rows;
 pub mod secrets;
 pub mod store;
+pub mod uploads;
 pub mod write_tx;
 
 use std::time::Duration;

@@ -3,9 +3,7 @@
 //! account, so parts saved in parallel (several workers, several connections) are counted
 //! against the quota exactly.
 
-use application::media::{
-    PartRecorded, PendingFile, PendingPart, PendingUploads, UploadQuota,
-};
+use application::media::{PartRecorded, PendingFile, PendingPart, PendingUploads, UploadQuota};
 use application::ports::StoreError;
 use async_trait::async_trait;
 use domain::media::upload_parts::SMALL_FILE_MAX_BYTES;
@@ -239,11 +237,7 @@ impl PendingUploads for PgPendingUploads {
         tx.commit().await.map_err(db_error)
     }
 
-    async fn sweep(
-        &self,
-        expired_before: i64,
-        max: u32,
-    ) -> Result<Vec<(UserId, i64)>, StoreError> {
+    async fn sweep(&self, expired_before: i64, max: u32) -> Result<Vec<(UserId, i64)>, StoreError> {
         let rows: Vec<(i64, i64)> = sqlx::query_as(
             "DELETE FROM upload_files WHERE (user_id, file_id) IN ( \
                  SELECT user_id, file_id FROM upload_files \

@@ -25,7 +25,8 @@ struct Backend {
 
 impl Backend {
     fn fs() -> Self {
-        let root = std::env::temp_dir().join(format!("ptslog-blobs-{:016x}", rand::random::<u64>()));
+        let root =
+            std::env::temp_dir().join(format!("ptslog-blobs-{:016x}", rand::random::<u64>()));
         let store = Arc::new(FsBlobStore::open(&root).expect("open the folder"));
         Self {
             store: store.clone(),
@@ -85,11 +86,14 @@ impl Backend {
 }
 
 fn bytes(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 fn chunks_of(data: &[u8], size: usize) -> BlobChunks<'static> {
-    let pieces: Vec<Result<Vec<u8>, BlobError>> = data.chunks(size).map(|c| Ok(c.to_vec())).collect();
+    let pieces: Vec<Result<Vec<u8>, BlobError>> =
+        data.chunks(size).map(|c| Ok(c.to_vec())).collect();
     futures::stream::iter(pieces).boxed()
 }
 
@@ -99,11 +103,27 @@ async fn puts_are_content_addressed_and_read_in_ranges(b: &Backend) {
     assert_eq!(key, BlobKey::of(&data));
     assert_eq!(b.store.size(&key).await.unwrap(), Some(10_000));
     assert_eq!(b.store.read_range(&key, 0, 10_000).await.unwrap(), data);
-    assert_eq!(b.store.read_range(&key, 4096, 4096).await.unwrap(), &data[4096..8192]);
+    assert_eq!(
+        b.store.read_range(&key, 4096, 4096).await.unwrap(),
+        &data[4096..8192]
+    );
     // Cut at the end, empty past it.
-    assert_eq!(b.store.read_range(&key, 8192, 4096).await.unwrap(), &data[8192..]);
-    assert!(b.store.read_range(&key, 10_000, 4096).await.unwrap().is_empty());
-    assert!(b.store.read_range(&key, 1 << 30, 4096).await.unwrap().is_empty());
+    assert_eq!(
+        b.store.read_range(&key, 8192, 4096).await.unwrap(),
+        &data[8192..]
+    );
+    assert!(b
+        .store
+        .read_range(&key, 10_000, 4096)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(b
+        .store
+        .read_range(&key, 1 << 30, 4096)
+        .await
+        .unwrap()
+        .is_empty());
     // The same bytes again: the same key, nothing new stored.
     let stored = b.count("blobs");
     assert_eq!(stored, 1);
@@ -111,27 +131,49 @@ async fn puts_are_content_addressed_and_read_in_ranges(b: &Backend) {
     assert_eq!(b.count("blobs"), stored);
     // Unknown keys.
     let other = BlobKey::of(b"never stored");
-    assert!(matches!(b.store.read_range(&other, 0, 10).await, Err(BlobError::Missing(k)) if k == other));
+    assert!(
+        matches!(b.store.read_range(&other, 0, 10).await, Err(BlobError::Missing(k)) if k == other)
+    );
     assert_eq!(b.store.size(&other).await.unwrap(), None);
 }
 
 async fn streamed_puts_hold_one_chunk_and_appear_complete(b: &Backend) {
     // Over S3's 5 MiB multipart threshold, in upload-sized chunks.
     let data = bytes(12 * 1024 * 1024 + 123, 2);
-    let (key, len) = b.store.put_stream(chunks_of(&data, 512 * 1024)).await.unwrap();
+    let (key, len) = b
+        .store
+        .put_stream(chunks_of(&data, 512 * 1024))
+        .await
+        .unwrap();
     assert_eq!((key, len), (BlobKey::of(&data), data.len() as u64));
     let at = 5 * 1024 * 1024 - 100;
-    assert_eq!(b.store.read_range(&key, at as u64, 1 << 20).await.unwrap(), &data[at..at + (1 << 20)]);
+    assert_eq!(
+        b.store.read_range(&key, at as u64, 1 << 20).await.unwrap(),
+        &data[at..at + (1 << 20)]
+    );
     let tail = data.len() - 123;
-    assert_eq!(b.store.read_range(&key, tail as u64, 4096).await.unwrap(), &data[tail..]);
+    assert_eq!(
+        b.store.read_range(&key, tail as u64, 4096).await.unwrap(),
+        &data[tail..]
+    );
     // Streamed again: nothing new, no temporary left.
     let stored = b.count("blobs");
-    assert_eq!(b.store.put_stream(chunks_of(&data, 300_000)).await.unwrap().0, key);
+    assert_eq!(
+        b.store
+            .put_stream(chunks_of(&data, 300_000))
+            .await
+            .unwrap()
+            .0,
+        key
+    );
     assert_eq!(b.count("blobs"), stored);
     assert_eq!(b.count("tmp"), 0);
     // A small one goes in one request.
     let small = bytes(1000, 3);
-    assert_eq!(b.store.put_stream(chunks_of(&small, 100)).await.unwrap(), (BlobKey::of(&small), 1000));
+    assert_eq!(
+        b.store.put_stream(chunks_of(&small, 100)).await.unwrap(),
+        (BlobKey::of(&small), 1000)
+    );
 }
 
 async fn a_blob_is_invisible_until_complete_and_a_failed_stream_leaves_nothing(b: &Backend) {
@@ -172,11 +214,28 @@ async fn a_blob_is_invisible_until_complete_and_a_failed_stream_leaves_nothing(b
 
 async fn staged_parts_are_per_file_and_deleted_with_it(b: &Backend) {
     let user = UserId::new(7).unwrap();
-    let part = |file_id: i64, part: i32, nonce: i64| StagedPart { user, file_id, part, nonce };
-    b.staging.put_part(&part(-5, 0, 1), bytes(100, 6)).await.unwrap();
-    b.staging.put_part(&part(-5, 1, 2), bytes(50, 7)).await.unwrap();
-    b.staging.put_part(&part(9, 0, 3), bytes(10, 8)).await.unwrap();
-    assert_eq!(b.staging.read_part(&part(-5, 0, 1)).await.unwrap(), Some(bytes(100, 6)));
+    let part = |file_id: i64, part: i32, nonce: i64| StagedPart {
+        user,
+        file_id,
+        part,
+        nonce,
+    };
+    b.staging
+        .put_part(&part(-5, 0, 1), bytes(100, 6))
+        .await
+        .unwrap();
+    b.staging
+        .put_part(&part(-5, 1, 2), bytes(50, 7))
+        .await
+        .unwrap();
+    b.staging
+        .put_part(&part(9, 0, 3), bytes(10, 8))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.staging.read_part(&part(-5, 0, 1)).await.unwrap(),
+        Some(bytes(100, 6))
+    );
     // Another write of the same part is another name.
     assert_eq!(b.staging.read_part(&part(-5, 0, 99)).await.unwrap(), None);
     b.staging.delete_part(&part(-5, 1, 2)).await.unwrap();
@@ -185,7 +244,10 @@ async fn staged_parts_are_per_file_and_deleted_with_it(b: &Backend) {
     b.staging.delete_file(user, -5).await.unwrap();
     b.staging.delete_file(user, -5).await.unwrap();
     assert_eq!(b.staging.read_part(&part(-5, 0, 1)).await.unwrap(), None);
-    assert_eq!(b.staging.read_part(&part(9, 0, 3)).await.unwrap(), Some(bytes(10, 8)));
+    assert_eq!(
+        b.staging.read_part(&part(9, 0, 3)).await.unwrap(),
+        Some(bytes(10, 8))
+    );
     // Staged parts are not blobs.
     assert_eq!(b.count("blobs"), 0);
 }

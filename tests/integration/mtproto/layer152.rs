@@ -362,6 +362,8 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
             "media": {"_": "inputMediaPhoto", "id": {"_": "inputPhoto", "id": 1, "access_hash": 1, "file_reference": "00"}}}),
         json!({"_": "upload.getFile", "location": {"_": "inputDocumentFileLocation", "id": 1,
             "access_hash": 1, "file_reference": "", "thumb_size": ""}, "offset": 0, "limit": 4096}),
+        json!({"_": "upload.saveFilePart", "file_id": 99, "file_part": 0, "bytes": "00"}),
+        json!({"_": "upload.saveBigFilePart", "file_id": 100, "file_part": 0, "file_total_parts": 2, "bytes": "00"}),
         json!({"_": "messages.deleteMessages", "revoke": true, "id": [first_id]}),
         json!({"_": "messages.deleteHistory", "peer": me, "max_id": 0}),
     ];

@@ -36,16 +36,17 @@ async fn telethon_sends_downloads_and_catches_up_on_media() {
     // Four real JPEGs of different sizes, made with the image crate.
     std::fs::create_dir_all(&setup.data_dir).expect("data folder");
     let mut jpegs = Vec::new();
-    for (i, (w, h)) in [(1600, 1000), (640, 480), (500, 700), (320, 320)].iter().enumerate() {
+    for (i, (w, h)) in [(1600, 1000), (640, 480), (500, 700), (320, 320)]
+        .iter()
+        .enumerate()
+    {
         let path = setup.data_dir.join(format!("photo{i}.jpg"));
         std::fs::write(&path, crate::media::jpeg(*w, *h)).expect("write jpeg");
         jpegs.push(path.to_string_lossy().into_owned());
     }
     let mut args = vec!["1555700"];
     args.extend(jpegs.iter().map(String::as_str));
-    let out = tokio::task::block_in_place(|| {
-        setup.run_script(&python, "telethon_media.py", &args)
-    });
+    let out = tokio::task::block_in_place(|| setup.run_script(&python, "telethon_media.py", &args));
     for check in CHECKS {
         assert!(
             out.lines().any(|l| l == format!("CHECK {check}")),
