@@ -42,6 +42,12 @@ pub struct App {
     pub(crate) sign_in: Option<crate::commands::sign_in::SignInPorts>,
     /// Two-step verification's store (commands::two_step), given with `with_passwords`.
     pub(crate) passwords: Option<Arc<dyn Passwords>>,
+    /// The catalogue of photos and documents (commands::send_media, queries::get_file), given
+    /// with `with_media_catalog`; without it media calls answer `MEDIA_INVALID`.
+    pub(crate) media_catalog: Option<Arc<dyn crate::media::MediaCatalog>>,
+    /// What making media from uploads needs, given with `with_media_making`; without it uploaded
+    /// media answers `MEDIA_INVALID` (media sent by id still works).
+    pub(crate) media_making: Option<crate::media::MediaMaking>,
     /// File bytes: uploads, blobs, downloads (`media::file_ports`), given with `with_files`.
     pub(crate) files: Option<crate::media::FilePorts>,
 }
@@ -67,6 +73,8 @@ impl App {
             account_requests,
             sign_in: None,
             passwords: None,
+            media_catalog: None,
+            media_making: None,
             files: None,
         }
     }
@@ -81,6 +89,23 @@ impl App {
     /// permit after authenticating a call and hold it until its answer is ready.
     pub fn account_requests(&self) -> &AccountConcurrency {
         &self.account_requests
+    }
+
+    /// Media messages through this catalogue.
+    pub fn with_media_catalog(mut self, catalog: Arc<dyn crate::media::MediaCatalog>) -> Self {
+        self.media_catalog = Some(catalog);
+        self
+    }
+
+    /// Media made from uploads through these ports.
+    pub fn with_media_making(mut self, making: crate::media::MediaMaking) -> Self {
+        self.media_making = Some(making);
+        self
+    }
+
+    /// File references for media shown now.
+    pub(crate) fn file_refs(&self) -> crate::tl::FileRefs<'_> {
+        crate::tl::FileRefs::now(&self.keys)
     }
 
     pub fn access_hash_key(&self) -> &AccessHashKey {

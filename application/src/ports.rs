@@ -106,6 +106,8 @@ pub struct SearchFilter {
     pub from: Option<UserId>,
     pub min_date: i32,
     pub max_date: i32,
+    /// Only messages whose media is of one of these classes (`inputMessagesFilterPhotos`, …).
+    pub media: Option<&'static [domain::media::MediaClass]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

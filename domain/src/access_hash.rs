@@ -26,6 +26,11 @@ impl AccessHashKey {
         i64::from_le_bytes(first)
     }
 
+    /// The key's bytes, for other keyed digests of this server (media file references).
+    pub(crate) fn secret(&self) -> &[u8] {
+        &self.0
+    }
+
     pub fn verify(&self, viewer: UserId, target: UserId, presented: i64) -> bool {
         self.for_pair(viewer, target) == presented
     }

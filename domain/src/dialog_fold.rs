@@ -307,6 +307,8 @@ mod tests {
                 media_unread: false,
                 random_id: None,
                 edit_date: None,
+                media: None,
+                grouped_id: None,
             },
         })
     }

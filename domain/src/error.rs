@@ -56,8 +56,26 @@ pub enum DomainError {
     PaymentUnsupported,
     #[error("suggested posts are only for channels")]
     SuggestedPostPeerInvalid,
-    #[error("media is not supported yet")]
+    #[error("the media, its mime type or an attribute is invalid")]
     MediaInvalid,
+    #[error("the caption is longer than {max} code points", max = crate::media::limits::MAX_CAPTION_CODE_POINTS)]
+    MediaCaptionTooLong,
+    #[error("an album has more than {max} items", max = crate::media::limits::MAX_ALBUM_ITEMS)]
+    MultiMediaTooLong,
+    #[error("no media was given")]
+    MediaEmpty,
+    #[error("the photo is unknown or not visible to this account")]
+    PhotoInvalid,
+    #[error("the document is unknown or not visible to this account")]
+    DocumentInvalid,
+    #[error("the file location is unknown or not visible to this account")]
+    FileIdInvalid,
+    #[error("the file reference expired: fetch the message again")]
+    FileReferenceExpired,
+    #[error("the photo is too small, too large or too elongated")]
+    PhotoInvalidDimensions,
+    #[error("the file is not an image that can be processed")]
+    ImageProcessFailed,
     #[error("the source message is protected from forwarding")]
     ChatForwardsRestricted,
     #[error("only the author can edit a message")]

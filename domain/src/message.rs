@@ -3,6 +3,7 @@
 
 use crate::entities::stored_entities;
 use crate::ids::{BoxId, MessageId, UserId};
+use crate::media::MessageMedia;
 use crate::message_entity::MessageEntity;
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,13 @@ pub struct OwnerMessage {
     pub random_id: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edit_date: Option<i32>,
+    /// The photo or document the message carries (its text is then the caption). Payload
+    /// version 2 of `new_message` / `edit_message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<MessageMedia>,
+    /// The album the message belongs to: every message of one `messages.sendMultiMedia` shares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grouped_id: Option<i64>,
 }
 
 /// A reply, with the replied-to id in the owner's own box ids.

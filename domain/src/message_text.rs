@@ -11,7 +11,7 @@ use crate::limits::{MAX_MESSAGE_TEXT_CODE_POINTS, MAX_QUOTE_TEXT_CODE_POINTS};
 pub struct MessageText(String);
 
 /// NUL cannot be stored in Postgres text and no client means it: it is dropped.
-fn without_nul(raw: String) -> String {
+pub(crate) fn without_nul(raw: String) -> String {
     if raw.contains('\0') {
         raw.replace('\0', "")
     } else {

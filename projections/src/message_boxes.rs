@@ -61,10 +61,12 @@ async fn insert(
     m: &OwnerMessage,
 ) -> Result<(), ProjectionError> {
     let (reply_to, fwd_from) = headers(m)?;
+    let (media, media_id, media_class) = media_columns(m)?;
     sqlx::query(
         "INSERT INTO message_boxes (owner_user_id, box_id, peer_user_id, message_id, sender_user_id, outgoing, \
-         random_id, date, text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, pts) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+         random_id, date, text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, pts, \
+         media, media_id, media_class, grouped_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
     )
     .bind(owner.get())
     .bind(m.id.get())
@@ -83,6 +85,10 @@ async fn insert(
     .bind(m.media_unread)
     .bind(m.edit_date)
     .bind(pts.get())
+    .bind(media)
+    .bind(media_id)
+    .bind(media_class)
+    .bind(m.grouped_id)
     .execute(conn)
     .await?;
     Ok(())
@@ -96,8 +102,10 @@ async fn edit(
     m: &OwnerMessage,
 ) -> Result<(), ProjectionError> {
     let (reply_to, fwd_from) = headers(m)?;
+    let (media, media_id, media_class) = media_columns(m)?;
     sqlx::query(
-        "UPDATE message_boxes SET text = $3, entities = $4, edit_date = $5, reply_to = $6, fwd_from = $7 \
+        "UPDATE message_boxes SET text = $3, entities = $4, edit_date = $5, reply_to = $6, fwd_from = $7, \
+         media = $8, media_id = $9, media_class = $10 \
          WHERE owner_user_id = $1 AND box_id = $2",
     )
     .bind(owner.get())
@@ -107,9 +115,30 @@ async fn edit(
     .bind(m.edit_date)
     .bind(reply_to)
     .bind(fwd_from)
+    .bind(media)
+    .bind(media_id)
+    .bind(media_class)
     .execute(conn)
     .await?;
     Ok(())
+}
+
+type MediaColumns = (Option<serde_json::Value>, Option<i64>, Option<&'static str>);
+
+/// The media snapshot and what is looked up by: its id (downloads) and class (search filters).
+fn media_columns(m: &OwnerMessage) -> Result<MediaColumns, ProjectionError> {
+    let Some(media) = &m.media else {
+        return Ok((None, None, None));
+    };
+    let json = serde_json::to_value(media).map_err(|source| ProjectionError::Encode {
+        what: "media",
+        source,
+    })?;
+    Ok((
+        Some(json),
+        Some(media.id().get()),
+        Some(media.class().as_str()),
+    ))
 }
 
 type Headers = (Option<serde_json::Value>, Option<serde_json::Value>);

@@ -79,7 +79,16 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
     .with_passwords(Arc::new(
         infrastructure::postgres::passwords::PgPasswords::new(pool.clone()),
     ))
-    .with_files(file_ports(config, &pool)?);
+    .with_media_catalog(Arc::new(
+        infrastructure::postgres::media_catalog::PgMediaCatalog::new(pool.clone()),
+    ));
+    // Photos and documents (docs/media.md): made from uploads into the same blob store.
+    let files = file_ports(config, &pool)?;
+    let making = application::media::MediaMaking {
+        blobs: files.blobs.clone(),
+        photos: Arc::new(infrastructure::photos::ImagePhotos),
+    };
+    let app = app.with_files(files).with_media_making(making);
     Ok((app, pool, store))
 }
 

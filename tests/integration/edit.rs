@@ -278,11 +278,21 @@ async fn text_limits_and_media() {
         .await;
     assert_eq!(message(&bob, &to_alice, 3).await["message"], longest);
 
-    // Real media is refused; inputMediaEmpty is a plain text edit.
-    for media in [
-        json!({"_": "inputMediaUploadedPhoto", "file": {"_": "inputFile", "id": 1, "parts": 1, "name": "a.jpg", "md5_checksum": ""}}),
-        json!({"_": "inputMediaPhoto", "id": {"_": "inputPhoto", "id": 1, "access_hash": 1, "file_reference": ""}}),
-        json!({"_": "inputMediaGeoPoint", "geo_point": {"_": "inputGeoPoint", "lat": 1.0, "long": 2.0}}),
+    // A text message cannot gain media (docs/media.md), media ptslog does not serve is
+    // MEDIA_INVALID; inputMediaEmpty is a plain text edit.
+    for (media, error) in [
+        (
+            json!({"_": "inputMediaUploadedPhoto", "file": {"_": "inputFile", "id": 1, "parts": 1, "name": "a.jpg", "md5_checksum": ""}}),
+            "MEDIA_PREV_INVALID",
+        ),
+        (
+            json!({"_": "inputMediaPhoto", "id": {"_": "inputPhoto", "id": 1, "access_hash": 1, "file_reference": ""}}),
+            "MEDIA_PREV_INVALID",
+        ),
+        (
+            json!({"_": "inputMediaGeoPoint", "geo_point": {"_": "inputGeoPoint", "lat": 1.0, "long": 2.0}}),
+            "MEDIA_INVALID",
+        ),
     ] {
         let (_, err) = alice
             .rpc_err(
@@ -290,8 +300,13 @@ async fn text_limits_and_media() {
                 json!({"peer": to_bob, "id": 2, "message": "with media", "media": media}),
             )
             .await;
-        assert_eq!(err, "MEDIA_INVALID", "{media}");
+        assert_eq!(err, error, "{media}");
     }
+    assert_eq!(
+        pts(&alice).await,
+        pa + 1,
+        "only the 4096 edit changed anything"
+    );
     let pa = pts(&alice).await;
     let answer = alice
         .rpc(

@@ -12,6 +12,8 @@ mod events;
 mod forward;
 mod hostile_payloads;
 mod limits;
+mod media;
+mod media_model;
 mod mtproto;
 mod ops_listener;
 mod organization_push;

@@ -13,6 +13,7 @@ mod account_cap;
 mod keys;
 mod layer152;
 mod limits;
+mod media;
 mod raw;
 mod tdesktop;
 
@@ -25,6 +26,17 @@ use serde_json::Value;
 use sqlx::Connection;
 
 use crate::two_processes::ptslog_binary;
+
+/// The every-method lists name media that does not exist: these are its refusals on the merits.
+fn media_refused(method: &str, error: &str) -> bool {
+    matches!(
+        (method, error),
+        ("messages.sendMedia", "DOCUMENT_INVALID")
+            | ("messages.sendMultiMedia", "PHOTO_INVALID")
+            | ("messages.uploadMedia", "PHOTO_INVALID")
+            | ("upload.getFile", "FILE_ID_INVALID")
+    ) || (method == "upload.saveBigFilePart" && error.starts_with("FILE_PART"))
+}
 
 const TELETHON: &str = "1.45.0";
 const KURIGRAM: &str = "2.2.26";

@@ -432,6 +432,8 @@ async fn online_rebuild_while_writers_send_and_read() {
         [
             "message_boxes_history",
             "message_boxes_history_date",
+            "message_boxes_media",
+            "message_boxes_media_class",
             "message_boxes_message",
             "message_boxes_pkey",
             "message_boxes_random_id",

@@ -463,6 +463,8 @@ async fn deliver_media(s: &TestServer, from: &Device, to: &Device, caption: &str
         media_unread: false,
         random_id: Some(i64::from(rand::random::<u32>()) + 1),
         edit_date: None,
+        media: None,
+        grouped_id: None,
     };
     let recipients = OwnerMessage {
         id: tx.next_box_id(recipient).expect("box id"),

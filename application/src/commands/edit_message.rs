@@ -1,7 +1,8 @@
-//! `messages.editMessage`: the author edits the text of a private message; every owner's box gets
-//! the new text and its own `updateEditMessage`.
+//! `messages.editMessage`: the author edits the text (or caption, or media) of a private message;
+//! every owner's box gets the new message and its own `updateEditMessage`.
 
 use domain::events::{EditMessage as EditEvent, UserEvent};
+use domain::media::Caption;
 use domain::message::OwnerMessage;
 use domain::message_text::MessageText;
 use domain::{BoxId, DomainError};
@@ -11,7 +12,7 @@ use serde_json::Value;
 use crate::clock::unix_now;
 use crate::error::AppError;
 use crate::ports::Origin;
-use crate::tl::{InputPeer, Message, Update, Updates};
+use crate::tl::{InputPeer, MediaRequest, Message, Update, Updates};
 use crate::{App, Caller};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -42,13 +43,11 @@ impl App {
         caller: &Caller,
         req: EditMessage,
     ) -> Result<Updates, AppError> {
-        if let Some(media) = &req.media {
-            // A web page preview or "no media" edit is a text edit; real media is not supported yet.
-            let kind = media.get("_").and_then(Value::as_str).unwrap_or_default();
-            if kind != "inputMediaEmpty" && kind != "inputMediaWebPage" {
-                return Err(DomainError::MediaInvalid.into());
-            }
-        }
+        // A web page preview or "no media" edit is a text edit; real media replaces the message's.
+        let new_media = match req.media.clone().map(MediaRequest::parse).transpose()? {
+            None | Some(MediaRequest::None) => None,
+            Some(MediaRequest::Media(m)) => Some(m),
+        };
         if req.reply_markup.is_some() {
             return Err(DomainError::ReplyMarkupInvalid.into());
         }
@@ -58,15 +57,23 @@ impl App {
         if req.quick_reply_shortcut_id.is_some() {
             return Err(DomainError::ShortcutInvalid.into());
         }
-        let text = MessageText::parse(req.message.unwrap_or_default())?;
-        let entities = self.entities(
-            caller.user_id,
-            req.entities.unwrap_or_default(),
-            text.utf16_len(),
-        )?;
         let id = BoxId::from_client(req.id).ok_or(DomainError::MessageIdInvalid)?;
         let author = caller.user_id;
         let peer = self.chat_peer(author, &req.peer)?.user_id(author);
+
+        // Made before the transaction (no lock is held while a photo is processed); unused if the
+        // edit is then refused. A text message cannot gain media (checked again under the lock):
+        // nothing is made for it.
+        let new_media = match new_media {
+            Some(m) => {
+                let current = self.store.messages(author, &[id]).await?;
+                if current.first().is_some_and(|c| c.media.is_none()) {
+                    return Err(AppError::BadRequest("MEDIA_PREV_INVALID"));
+                }
+                Some(self.resolve_media(caller, m).await?)
+            }
+            None => None,
+        };
 
         let mut tx = self.store.begin().await?;
         tx.lock_users(&[author, peer]).await?;
@@ -83,15 +90,36 @@ impl App {
         if peer != author && tx.is_blocked(peer, author).await? {
             return Err(DomainError::EditMessagesForbidden.into());
         }
-        if mine.text == text.as_str() && mine.entities.as_slice() == entities.as_slice() {
+        // A media message's text is its caption (may be empty, at most 1024 code points); a text
+        // message cannot gain media by an edit (Telegram's rule).
+        if new_media.is_some() && mine.media.is_none() {
+            return Err(AppError::BadRequest("MEDIA_PREV_INVALID"));
+        }
+        let text = match (req.message, mine.media.is_some()) {
+            (Some(raw), true) => Caption::parse(raw)?.into_string(),
+            (Some(raw), false) => MessageText::parse(raw)?.into_string(),
+            // No new text: a media edit keeps the caption.
+            (None, true) => mine.text.clone(),
+            (None, false) => return Err(DomainError::MessageEmpty.into()),
+        };
+        let entities = match req.entities {
+            Some(raw) => self
+                .entities(author, raw, text.encode_utf16().count())?
+                .into_vec(),
+            None if new_media.is_some() => mine.entities.clone(),
+            None => Vec::new(),
+        };
+        if new_media.is_none() && mine.text == text && mine.entities == entities {
             return Err(DomainError::MessageNotModified.into());
         }
 
         let edit_date = unix_now();
+        // A caption edit keeps the media; new media replaces it in every owner's copy.
         let edited = |m: OwnerMessage| OwnerMessage {
-            text: text.as_str().to_string(),
-            entities: entities.as_slice().to_vec(),
+            text: text.clone(),
+            entities: entities.clone(),
             edit_date: Some(edit_date),
+            media: new_media.clone().or(m.media.clone()),
             ..m
         };
         let origin = Origin::from(caller);
@@ -125,7 +153,7 @@ impl App {
         let users = self.users_for(author, [author, peer]).await?;
         Ok(Updates::Updates {
             updates: vec![Update::EditMessage {
-                message: Message::from(&my_copy),
+                message: Message::render(&my_copy, self.file_refs()),
                 pts: pts.get(),
                 pts_count: 1,
             }],

@@ -3,13 +3,14 @@
 
 use std::collections::HashSet;
 
+use domain::media::MessageMedia;
 use domain::message::ForwardHeader;
 use domain::peer::ChatPeer;
 use domain::{limits, BoxId, DomainError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::outgoing::{deliver, unarchive_for_recipient, Outgoing};
+use super::outgoing::{deliver, new_grouped_id, unarchive_for_recipient, Outgoing};
 use super::send_message::reject_out_of_scope;
 use crate::clock::unix_now;
 use crate::error::AppError;
@@ -138,6 +139,7 @@ impl App {
         let mut delivered = false;
         let mut updates = Vec::with_capacity(ids.len() * 2);
         let mut mentioned = vec![sender, to_id];
+        let mut albums = std::collections::HashMap::new();
         for (source, random_id) in sources.into_iter().zip(req.random_id.iter().copied()) {
             let fwd_from = if req.drop_author {
                 None
@@ -154,7 +156,9 @@ impl App {
                     if first.peer_id == to_id
                         && first.text == source.text
                         && first.entities == source.entities
-                        && first.fwd_from == fwd_from =>
+                        && first.fwd_from == fwd_from
+                        && first.media.as_ref().map(MessageMedia::id)
+                            == source.media.as_ref().map(MessageMedia::id) =>
                 {
                     (first, pts)
                 }
@@ -169,6 +173,12 @@ impl App {
                         noforwards: req.noforwards,
                         reply_to: None,
                         fwd_from,
+                        // The same photo or document: its bytes are not copied.
+                        media: source.media,
+                        // An album forwarded together is an album again, under a new id.
+                        grouped_id: source
+                            .grouped_id
+                            .map(|g| *albums.entry(g).or_insert_with(new_grouped_id)),
                     };
                     delivered = true;
                     deliver(
@@ -190,7 +200,7 @@ impl App {
                 random_id,
             });
             updates.push(Update::NewMessage {
-                message: Message::from(&copy),
+                message: Message::render(&copy, self.file_refs()),
                 pts: pts.get(),
                 pts_count: 1,
             });

@@ -1,7 +1,8 @@
-//! Putting one new private message into its owners' boxes: the part `sendMessage` and
-//! `forwardMessages` share.
+//! Putting one new private message into its owners' boxes: the part `sendMessage`,
+//! `sendMedia`, `sendMultiMedia` and `forwardMessages` share.
 
 use domain::events::{FolderPeer, FolderPeers, NewMessage, UserEvent};
+use domain::media::MessageMedia;
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
 use domain::{MessageId, Pts, UserId};
 
@@ -19,6 +20,10 @@ pub(crate) struct Outgoing {
     /// The reply in the sender's ids, with the shared id of the replied-to message.
     pub reply_to: Option<(ReplyHeader, MessageId)>,
     pub fwd_from: Option<ForwardHeader>,
+    /// The photo or document (`text` is then its caption, possibly empty).
+    pub media: Option<MessageMedia>,
+    /// The album, for the items of one `messages.sendMultiMedia`.
+    pub grouped_id: Option<i64>,
 }
 
 /// Appends the message to the sender's box and, unless `recipient_gets_it` is false (the recipient
@@ -49,6 +54,8 @@ pub(crate) async fn deliver(
         media_unread: false,
         random_id: Some(msg.random_id),
         edit_date: None,
+        media: msg.media.clone(),
+        grouped_id: msg.grouped_id,
     };
     let pts = tx
         .append(
@@ -87,9 +94,15 @@ pub(crate) async fn deliver(
             noforwards: msg.noforwards,
             reply_to,
             fwd_from: msg.fwd_from,
-            media_unread: false,
+            // Voice and round video notes stay unread for the recipient until it plays them.
+            media_unread: msg
+                .media
+                .as_ref()
+                .is_some_and(MessageMedia::unread_for_recipient),
             random_id: None,
             edit_date: None,
+            media: msg.media,
+            grouped_id: msg.grouped_id,
         };
         tx.append(
             peer,
@@ -121,4 +134,9 @@ pub(crate) async fn unarchive_for_recipient(
     });
     tx.append(recipient, event, origin).await?;
     Ok(())
+}
+
+/// A new album id: random and positive, so ids of different senders' albums never meet.
+pub(crate) fn new_grouped_id() -> i64 {
+    (rand::random::<i64>() & i64::MAX).max(1)
 }

@@ -225,6 +225,7 @@ impl App {
                 if first.peer_id != peer_id
                     || first.text != text.as_str()
                     || first.fwd_from.is_some()
+                    || first.media.is_some()
                 {
                     return Err(DomainError::RandomIdDuplicate.into());
                 }
@@ -277,6 +278,8 @@ impl App {
             noforwards: req.noforwards,
             reply_to,
             fwd_from: None,
+            media: None,
+            grouped_id: None,
         };
         let (sent, pts) = deliver(
             tx.as_mut(),

@@ -263,7 +263,10 @@ impl App {
         mentioned.extend(top_messages.iter().flat_map(users_of_message));
         let users = self.users_for(owner, mentioned).await?;
         let dialogs = page.iter().map(Dialog::from).collect();
-        let messages = top_messages.iter().map(Message::from).collect();
+        let messages = top_messages
+            .iter()
+            .map(|m| Message::render(m, self.file_refs()))
+            .collect();
         Ok((dialogs, messages, users))
     }
 }

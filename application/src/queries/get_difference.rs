@@ -70,7 +70,9 @@ impl App {
         for stored in &events {
             mentioned.extend(users_of_event(&stored.event));
             match &stored.event {
-                UserEvent::NewMessage(e) => new_messages.push(Message::from(&e.message)),
+                UserEvent::NewMessage(e) => {
+                    new_messages.push(Message::render(&e.message, self.file_refs()))
+                }
                 _ => other_updates.push(update_for_event(stored, &self.keys)),
             }
         }

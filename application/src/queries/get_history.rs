@@ -60,7 +60,7 @@ impl App {
         let returned = page.len() as i64;
         let messages = page
             .iter()
-            .map(|m| MessageItem::Message(Message::from(m)))
+            .map(|m| MessageItem::Message(Message::render(m, self.file_refs())))
             .collect();
         Ok(match count {
             Some(count) if count > returned => Messages::Slice {

@@ -80,7 +80,7 @@ impl App {
                 .and_then(|w| found.iter().chain(found_targets.iter()).find(|f| f.id == w));
             match hit {
                 Some(msg) => {
-                    items.push(MessageItem::Message(Message::from(msg)));
+                    items.push(MessageItem::Message(Message::render(msg, self.file_refs())));
                     shown.push(msg.clone());
                 }
                 None => items.push(MessageItem::Empty(MessageEmpty {

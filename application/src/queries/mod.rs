@@ -5,6 +5,7 @@ pub mod get_blocked;
 pub mod get_dialogs;
 pub mod get_difference;
 pub mod get_full_user;
+pub mod get_file;
 pub mod get_history;
 pub mod get_messages;
 pub mod get_notify_settings;

@@ -1,10 +1,13 @@
 //! `messages.search`: the caller's private text messages containing a string, in one chat or all.
-//! Always scoped to the caller's own partition; the text test is trigram-indexed.
+//! Always scoped to the caller's own partition; the text test is trigram-indexed. Media filters
+//! narrow it to messages whose media is of some classes (docs/media.md, "Search").
 
 use domain::history_window::HistoryWindow;
 use domain::{limits, DomainError, UserId};
 use serde::Deserialize;
 use serde_json::Value;
+
+use domain::media::MediaClass;
 
 use crate::error::AppError;
 use crate::ports::SearchFilter;
@@ -59,9 +62,12 @@ impl App {
             None | Some(InputPeer::Empty) => None,
             Some(other) => Some(self.chat_peer(owner, other)?.user_id(owner)),
         };
-        if filter != "inputMessagesFilterEmpty" {
-            return self.messages_answer(owner, Vec::new(), Some(0)).await;
-        }
+        let media = match media_filter(filter) {
+            Filter::Any => None,
+            Filter::Media(classes) => Some(classes),
+            // Links, mentions, calls, locations…: ptslog has none of these yet.
+            Filter::Nothing => return self.messages_answer(owner, Vec::new(), Some(0)).await,
+        };
         let window = HistoryWindow::new(
             req.offset_id,
             0,
@@ -77,8 +83,33 @@ impl App {
             from,
             min_date: req.min_date.max(0),
             max_date: req.max_date.max(0),
+            media,
         };
         let (page, count) = self.store.search(owner, &filter, q.trim(), &window).await?;
         self.messages_answer(owner, page, Some(count)).await
     }
+}
+
+enum Filter {
+    Any,
+    Media(&'static [MediaClass]),
+    Nothing,
+}
+
+/// What each `MessagesFilter` matches.
+fn media_filter(name: &str) -> Filter {
+    use MediaClass::*;
+    Filter::Media(match name {
+        "inputMessagesFilterEmpty" => return Filter::Any,
+        "inputMessagesFilterPhotos" => &[Photo],
+        "inputMessagesFilterVideo" => &[Video],
+        "inputMessagesFilterPhotoVideo" => &[Photo, Video],
+        "inputMessagesFilterDocument" => &[File],
+        "inputMessagesFilterMusic" => &[Music],
+        "inputMessagesFilterVoice" => &[Voice],
+        "inputMessagesFilterRoundVoice" => &[Round, Voice],
+        "inputMessagesFilterRoundVideo" => &[Round],
+        "inputMessagesFilterGif" => &[Gif],
+        _ => return Filter::Nothing,
+    })
 }

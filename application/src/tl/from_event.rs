@@ -6,7 +6,7 @@ use domain::events::UserEvent;
 use domain::UserId;
 
 use super::{
-    DialogFilter, DialogPeer, FolderPeer, Message, NotifyPeer, Peer, PeerNotifySettings,
+    DialogFilter, DialogPeer, FileRefs, FolderPeer, Message, NotifyPeer, Peer, PeerNotifySettings,
     PeerSettings, Update,
 };
 use crate::ports::StoredEvent;
@@ -18,12 +18,12 @@ pub fn update_for_event(stored: &StoredEvent, keys: &AccessHashKey) -> Update {
     let pts_count = stored.pts_count;
     match &stored.event {
         UserEvent::NewMessage(e) => Update::NewMessage {
-            message: Message::from(&e.message),
+            message: Message::render(&e.message, FileRefs::now(keys)),
             pts,
             pts_count,
         },
         UserEvent::EditMessage(e) => Update::EditMessage {
-            message: Message::from(&e.message),
+            message: Message::render(&e.message, FileRefs::now(keys)),
             pts,
             pts_count,
         },

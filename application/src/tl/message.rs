@@ -3,7 +3,7 @@ use domain::message_entity::MessageEntity;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Peer, User};
+use super::{FileRefs, Peer, TlMessageMedia, User};
 
 /// TL `message` (private text messages only).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -23,10 +23,14 @@ pub struct Message {
     pub reply_to: Option<MessageReplyHeader>,
     pub date: i32,
     pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media: Option<TlMessageMedia>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<MessageEntity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub edit_date: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grouped_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -49,8 +53,9 @@ pub struct MessageReplyHeader {
     pub quote_offset: Option<i32>,
 }
 
-impl From<&OwnerMessage> for Message {
-    fn from(m: &OwnerMessage) -> Self {
+impl Message {
+    /// The owner's copy as TL; its media (if any) with file references issued by `refs`.
+    pub fn render(m: &OwnerMessage, refs: FileRefs<'_>) -> Self {
         Message {
             out: m.out,
             mentioned: false,
@@ -73,8 +78,13 @@ impl From<&OwnerMessage> for Message {
             }),
             date: m.date,
             message: m.text.clone(),
+            media: m
+                .media
+                .as_ref()
+                .map(|media| TlMessageMedia::of(media, refs)),
             entities: m.entities.clone(),
             edit_date: m.edit_date,
+            grouped_id: m.grouped_id,
         }
     }
 }

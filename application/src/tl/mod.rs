@@ -7,6 +7,8 @@ mod dialog;
 mod difference;
 mod from_event;
 mod input;
+mod input_media;
+mod media;
 mod message;
 mod misc;
 mod organization;
@@ -22,6 +24,8 @@ pub use dialog::{Dialog, Dialogs, NotifyPeer, PeerDialogs, PeerNotifySettings};
 pub use difference::{Difference, State};
 pub use from_event::{update_for_event, users_of_event};
 pub use input::{long, longs, opt_long, InputMentionName, InputPeer, InputReplyTo, InputUser};
+pub use input_media::{InputDocument, InputMedia, InputPhoto, InputSingleMedia, MediaRequest};
+pub use media::{tl_attributes, FileRefs, TlDocument, TlMessageMedia, TlPhoto, TlPhotoSize};
 pub use message::{
     users_of_message, Message, MessageEmpty, MessageFwdHeader, MessageItem, MessageReplyHeader,
     Messages,

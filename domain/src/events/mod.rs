@@ -9,6 +9,7 @@ mod dialog_pinned;
 mod dialog_unread_mark;
 mod edit_message;
 mod folder_peers;
+mod message_v1;
 mod new_message;
 mod notify_settings;
 mod peer_blocked;
@@ -27,6 +28,7 @@ pub use dialog_pinned::DialogPinned;
 pub use dialog_unread_mark::DialogUnreadMark;
 pub use edit_message::EditMessage;
 pub use folder_peers::{FolderPeer, FolderPeers};
+pub use message_v1::{EditMessageV1, NewMessageV1, OwnerMessageV1};
 pub use new_message::NewMessage;
 pub use notify_settings::{NotifySettings, PeerNotify};
 pub use peer_blocked::{PeerBlocked, PeerBlockedV1};
@@ -422,6 +424,8 @@ mod tests {
                     media_unread: false,
                     random_id: None,
                     edit_date: None,
+                    media: None,
+                    grouped_id: None,
                 },
             })
         };

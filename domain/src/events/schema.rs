@@ -74,7 +74,9 @@ fn current<E: EventKind + JsonSchema>() -> PayloadSchema {
 /// keeps the old version's type (the one its upcast reads) and lists it here.
 pub fn payload_schemas() -> Vec<PayloadSchema> {
     vec![
+        schema_of::<NewMessageV1>(NewMessage::KIND, 1),
         current::<NewMessage>(),
+        schema_of::<EditMessageV1>(EditMessage::KIND, 1),
         current::<EditMessage>(),
         current::<DeleteMessages>(),
         current::<ReadHistoryInbox>(),
@@ -139,7 +141,16 @@ mod tests {
             "silent": false, "noforwards": false,
             "reply_to": {"reply_to_msg_id": 3, "quote_text": "hello", "quote_offset": 0},
             "fwd_from": {"from_id": 7, "date": 1764480000},
-            "media_unread": false, "random_id": 1234, "edit_date": 1764489700});
+            "media_unread": false, "random_id": 1234, "edit_date": 1764489700,
+            "grouped_id": 77,
+            "media": {"type": "document", "document": {"id": 18, "access_hash": 5,
+                "date": 1764489600, "mime_type": "audio/ogg", "size": 30211,
+                "blob": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                "attributes": {"file_name": "voice.ogg",
+                    "audio": {"voice": true, "duration": 3, "waveform": "0a1f"}},
+                "thumbs": [{"kind": "m", "w": 320, "h": 200, "size": 9000,
+                    "blob": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}],
+                "stripped": "0128"}}});
         let settings = json!({"report_spam": false, "add_contact": false, "block_contact": false});
         vec![
             ("new_message", json!({ "message": message })),
@@ -260,6 +271,35 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{kind} v{version} {p}: {e}"));
             }
         }
+    }
+
+    #[test]
+    fn version_1_messages_are_upcast_without_media_and_v2_keeps_it() {
+        let v1 = json!({"message": {"id": 5, "message_id": 912, "peer_id": 2, "from_id": 1,
+            "out": true, "date": 1, "text": "hi"}});
+        validates(&schema("new_message", 1), &v1).unwrap();
+        for kind in ["new_message", "edit_message"] {
+            let ev = UserEvent::decode(kind, 1, v1.clone()).unwrap();
+            assert_eq!(ev.version(), 2);
+            let m = match &ev {
+                UserEvent::NewMessage(e) => &e.message,
+                UserEvent::EditMessage(e) => &e.message,
+                _ => unreachable!(),
+            };
+            assert_eq!((m.media.as_ref(), m.grouped_id), (None, None));
+            assert!(ev.payload().get("message").unwrap().get("media").is_none());
+        }
+        let (_, sample) = samples().into_iter().next().unwrap();
+        let ev = UserEvent::decode("new_message", 2, sample.clone()).unwrap();
+        let UserEvent::NewMessage(e) = &ev else {
+            unreachable!()
+        };
+        assert!(e.message.media.as_ref().unwrap().unread_for_recipient());
+        assert_eq!(ev.payload(), sample);
+        let mut bad = sample;
+        bad["message"]["media"]["document"]["blob"] = json!("nothex");
+        assert!(validates(&schema("new_message", 2), &bad).is_err());
+        assert!(UserEvent::decode("new_message", 2, bad).is_err());
     }
 
     #[test]

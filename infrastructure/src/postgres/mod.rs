@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod auth_key_cipher;
 pub mod log_export;
 pub mod login_codes;
+pub mod media_catalog;
 pub mod mtproto_keys;
 pub mod passwords;
 pub(crate) mod queries;

@@ -5,6 +5,7 @@ use application::ports::{
     DialogRecord, LogEntry, Origin, StoreError, StoredEvent, UndecodableEvent, UserRecord,
 };
 use domain::events::{PeerNotify, UserEvent};
+use domain::media::MessageMedia;
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
 use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
 use sqlx::postgres::PgRow;
@@ -13,7 +14,7 @@ use sqlx::Row;
 /// The columns [`owner_message`] reads, in SELECT-list form.
 pub(crate) const BOX_COLUMNS: &str =
     "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
-     text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date";
+     text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, media, grouped_id";
 
 /// Read `FROM dialogs` (unaliased): the chat's notification settings come from their own read model,
 /// one primary-key lookup per dialog.
@@ -61,6 +62,10 @@ pub(crate) fn owner_message(row: &PgRow) -> Result<OwnerMessage, StoreError> {
         .map(serde_json::from_value::<ForwardHeader>)
         .transpose()
         .map_err(|e| StoreError::Corrupt(format!("fwd_from: {e}")))?;
+    let media = get::<Option<serde_json::Value>>(row, "media")?
+        .map(serde_json::from_value::<MessageMedia>)
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("media: {e}")))?;
     Ok(OwnerMessage {
         id: box_id(get(row, "box_id")?, "box_id")?,
         message_id: MessageId(get(row, "message_id")?),
@@ -77,6 +82,8 @@ pub(crate) fn owner_message(row: &PgRow) -> Result<OwnerMessage, StoreError> {
         media_unread: get(row, "media_unread")?,
         random_id: get(row, "random_id")?,
         edit_date: get(row, "edit_date")?,
+        media,
+        grouped_id: get(row, "grouped_id")?,
     })
 }
 

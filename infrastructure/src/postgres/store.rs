@@ -302,14 +302,28 @@ impl Store for PgStore {
         let anchor = (w.offset_id > 0).then(|| i64::from(w.offset_id));
         let b = Bounds::new(anchor, w);
         // Sender and date bounds are part of the match, so pages are full and the count is exact.
-        const MATCH: &str = "owner_user_id = $1 AND NOT deleted AND text ILIKE $2 ESCAPE '\\' \
+        const BASE: &str = "owner_user_id = $1 AND NOT deleted AND text ILIKE $2 ESCAPE '\\' \
                              AND ($3::bigint IS NULL OR peer_user_id = $3) \
                              AND ($4::bigint IS NULL OR sender_user_id = $4) \
                              AND ($5::int = 0 OR date >= $5) AND ($6::int = 0 OR date <= $6)";
+        // The classes are the domain's own names (never a client's text), so they are inlined.
+        let media = match filter.media {
+            None => String::new(),
+            Some(classes) => format!(
+                " AND media_class IN ({})",
+                classes
+                    .iter()
+                    .map(|c| format!("'{}'", c.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let match_sql = format!("{BASE}{media}");
+        let match_sql = match_sql.as_str();
         let mut page = Vec::new();
         if let (Some(anchor), true) = (b.anchor, w.newer_count() > 0) {
             let rows = sqlx::query(&format!(
-                "SELECT {BOX_COLUMNS} FROM message_boxes WHERE {MATCH} \
+                "SELECT {BOX_COLUMNS} FROM message_boxes WHERE {match_sql} \
                    AND box_id >= $7 AND box_id < $8 AND box_id > $9 \
                  ORDER BY box_id ASC LIMIT $10"
             ))
@@ -331,7 +345,7 @@ impl Store for PgStore {
         }
         if w.older_count() > 0 {
             let rows = sqlx::query(&format!(
-                "SELECT {BOX_COLUMNS} FROM message_boxes WHERE {MATCH} \
+                "SELECT {BOX_COLUMNS} FROM message_boxes WHERE {match_sql} \
                    AND box_id < $7 AND box_id > $8 AND ($9 = 0 OR date < $9) \
                  ORDER BY box_id DESC OFFSET $10 LIMIT $11"
             ))
@@ -351,17 +365,18 @@ impl Store for PgStore {
             .map_err(db_error)?;
             page.extend(to_messages(&rows)?);
         }
-        let count: i64 =
-            sqlx::query_scalar(&format!("SELECT count(*) FROM message_boxes WHERE {MATCH}"))
-                .bind(owner.get())
-                .bind(&pattern)
-                .bind(peer_raw)
-                .bind(from_raw)
-                .bind(filter.min_date)
-                .bind(filter.max_date)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_error)?;
+        let count: i64 = sqlx::query_scalar(&format!(
+            "SELECT count(*) FROM message_boxes WHERE {match_sql}"
+        ))
+        .bind(owner.get())
+        .bind(&pattern)
+        .bind(peer_raw)
+        .bind(from_raw)
+        .bind(filter.min_date)
+        .bind(filter.max_date)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error)?;
         Ok((page, count))
     }
 

@@ -213,6 +213,8 @@ pub fn message(
         media_unread: false,
         random_id: None,
         edit_date: None,
+        media: None,
+        grouped_id: None,
     }
 }
 

@@ -23,7 +23,9 @@ fn upgrade_object(o: &mut Map<String, Value>) {
     match o.get("_").and_then(Value::as_str) {
         // In layer 152 a reply is `reply_to_msg_id` (and `top_msg_id`, the thread); newer layers
         // (198 already) have an `InputReplyTo`.
-        Some("messages.sendMessage" | "messages.sendMedia") if !o.contains_key("reply_to") => {
+        Some("messages.sendMessage" | "messages.sendMedia" | "messages.sendMultiMedia")
+            if !o.contains_key("reply_to") =>
+        {
             let Some(msg_id) = o.remove("reply_to_msg_id") else {
                 return;
             };

@@ -26,6 +26,7 @@ use application::commands::dialog_filters::{
 };
 use application::commands::pin_dialogs::{ReorderPinnedDialogs, ToggleDialogPin};
 use application::commands::save_file_part::{SaveBigFilePart, SaveFilePart};
+use application::commands::send_media::{SendMedia, SendMultiMedia, UploadMedia};
 use application::commands::sessions::ResetAuthorization;
 use application::commands::two_step::UpdatePasswordSettings;
 use application::commands::{
@@ -38,6 +39,7 @@ use application::commands::{
 use application::queries::dialog_organization::{GetContacts, GetPeerSettings, GetPinnedDialogs};
 use application::queries::{
     get_blocked::GetBlocked, get_dialogs::GetDialogs, get_difference::GetDifference,
+    get_file::GetFile,
     get_full_user::GetFullUser, get_history::GetHistory, get_messages::GetMessages,
     get_notify_settings::GetNotifySettings, get_outbox_read_date::GetOutboxReadDate,
     get_peer_dialogs::GetPeerDialogs, get_users::GetUsers, resolve_phone::ResolvePhone,
@@ -139,6 +141,10 @@ methods! { |app, c|
         app.reset_authorization(c, r.hash).await?;
         Bool(true)
     },
+    "messages.sendMedia" => SendMedia(r: SendMedia) => app.send_media(c, r).await?,
+    "messages.sendMultiMedia" => SendMultiMedia(r: SendMultiMedia) => app.send_multi_media(c, r).await?,
+    "messages.uploadMedia" => UploadMedia(r: UploadMedia) => app.upload_media(c, r).await?,
+    "upload.getFile" => GetFile(r: GetFile) => app.get_file(c, r).await?,
     "upload.saveFilePart" => SaveFilePart(r: SaveFilePart) => {
         app.save_file_part(c, r.into()).await?;
         Bool(true)

@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 
 use super::connection::{now_ms, Conn};
 
-/// The DC id this server calls itself; every DC id in the config points back here.
-pub const THIS_DC: i32 = 2;
+/// The DC id this server calls itself; every DC id in the config points back here, and every photo
+/// and document names it (`domain::media::THIS_DC`).
+pub const THIS_DC: i32 = domain::media::THIS_DC;
 
 pub(super) fn answer(conn: &Conn, name: &str, request: &Value) -> Option<Value> {
     let now = now_ms() / 1000;

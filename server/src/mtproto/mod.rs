@@ -11,6 +11,8 @@ mod crypto_pool;
 mod handshake_rate;
 pub mod limits;
 pub mod login_codes;
+#[cfg(test)]
+mod media_tl_tests;
 pub mod metrics;
 mod push_encoding;
 mod server_key;
