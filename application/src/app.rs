@@ -3,6 +3,7 @@ use std::sync::Arc;
 use domain::access_hash::AccessHashKey;
 
 use crate::account_concurrency::{self, AccountConcurrency};
+use crate::caller_cache::CallerCache;
 use crate::password_port::Passwords;
 use crate::ports::{Accounts, RateLimiter, Store};
 
@@ -42,6 +43,8 @@ pub struct App {
     pub(crate) sign_in: Option<crate::commands::sign_in::SignInPorts>,
     /// Two-step verification's store (commands::two_step), given with `with_passwords`.
     pub(crate) passwords: Option<Arc<dyn Passwords>>,
+    /// Token → caller; serves only while a revocation listener keeps it live (caller_cache.rs).
+    pub(crate) callers: Arc<CallerCache>,
 }
 
 impl App {
@@ -65,6 +68,7 @@ impl App {
             account_requests,
             sign_in: None,
             passwords: None,
+            callers: Arc::new(CallerCache::new()),
         }
     }
 
@@ -78,6 +82,11 @@ impl App {
     /// permit after authenticating a call and hold it until its answer is ready.
     pub fn account_requests(&self) -> &AccountConcurrency {
         &self.account_requests
+    }
+
+    /// The token cache, for the revocation listener that keeps it live (server wiring).
+    pub fn caller_cache(&self) -> Arc<CallerCache> {
+        self.callers.clone()
     }
 
     pub fn access_hash_key(&self) -> &AccessHashKey {

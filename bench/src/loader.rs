@@ -120,12 +120,13 @@ async fn load_chunk(pool: &PgPool, n: i64, messages: i64) -> anyhow::Result<()> 
         .await?;
     // What the dialogs projector does for each new_message, folded over the chunk: the top message
     // moves up to the newest box (all loaded boxes are newer than any existing one), every incoming
-    // box is unread (it is above any read watermark).
+    // box is unread (it is above any read watermark), every box counts in the chat's messages.
     sqlx::query(
-        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count) \
-         SELECT owner, peer, max(box_id), (array_agg(date ORDER BY box_id DESC))[1], count(*) FILTER (WHERE NOT out) \
+        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count, message_count) \
+         SELECT owner, peer, max(box_id), (array_agg(date ORDER BY box_id DESC))[1], count(*) FILTER (WHERE NOT out), count(*) \
          FROM bench_load_copies GROUP BY owner, peer \
          ON CONFLICT (user_id, peer_user_id) DO UPDATE SET \
+           message_count = dialogs.message_count + EXCLUDED.message_count, \
            top_message = GREATEST(dialogs.top_message, EXCLUDED.top_message), \
            top_message_date = CASE WHEN EXCLUDED.top_message > dialogs.top_message \
                                    THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END, \

@@ -63,7 +63,18 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
                 .context("PTSLOG_REDIS_CA_FILE")?
         }
     };
-    let store: Arc<dyn Store> = Arc::new(PgStore::new(pool.clone()));
+    // Reads on their own pool (0: on the write pool), connected on first use.
+    let store: Arc<dyn Store> = if config.db_read_max_connections == 0 {
+        Arc::new(PgStore::new(pool.clone()))
+    } else {
+        let read = infrastructure::postgres::connect_lazy_with(
+            &config.database_url,
+            config.db_read_max_connections,
+            config.limits.db,
+        )
+        .with_context(|| format!("the read pool for {}", redact(&config.database_url)))?;
+        Arc::new(PgStore::with_read_pool(pool.clone(), read))
+    };
     let app = App::new(
         store.clone(),
         Arc::new(PgAccounts::new(pool.clone())),
@@ -144,6 +155,8 @@ pub struct Running {
     pub mtproto_metrics: Arc<MtprotoMetrics>,
     /// Closes the live connections of devices logged out on any instance.
     pub device_endings: JoinHandle<()>,
+    /// Keeps the token cache true (and live) while it listens for revoked tokens.
+    pub revocations: JoinHandle<()>,
 }
 
 impl Running {
@@ -195,6 +208,7 @@ impl Running {
             task.abort();
         }
         self.device_endings.abort();
+        self.revocations.abort();
         self.task.abort();
     }
 }
@@ -294,8 +308,13 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         pool.clone(),
         gateway.hub.clone(),
     ));
+    let revocations = tokio::spawn(infrastructure::postgres::revocations::listen(
+        pool.clone(),
+        app.caller_cache(),
+    ));
     Ok(Running {
         device_endings,
+        revocations,
         addr,
         admin_addr,
         app,

@@ -22,6 +22,11 @@ pub const AUTHORIZATION_ENDED_CHANNEL: &str = "ptslog_authorization_ended";
 /// to the account's other devices.
 pub const AUTHORIZATION_NEW_CHANNEL: &str = "ptslog_authorization_new";
 
+/// The Postgres notification channel of revoked tokens (migration 0019's trigger on
+/// `authorizations`: a device deleted, or its token, owner or end changed), payload
+/// `<user_id>:<device id>`; every instance's token cache listens (`revocations::listen`).
+pub const AUTHORIZATION_REVOKED_CHANNEL: &str = "ptslog_authorization_revoked";
+
 /// Tokens are 32 random bytes, handed out as 64 hex characters.
 const TOKEN_BYTES: usize = 32;
 
@@ -128,21 +133,31 @@ impl Accounts for PgAccounts {
     }
 
     async fn authenticate(&self, token: &str) -> Result<Option<Caller>, StoreError> {
-        let row: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT auth_key_id, user_id FROM authorizations \
+        Ok(self.authenticate_until(token).await?.map(|(c, _)| c))
+    }
+
+    async fn authenticate_until(
+        &self,
+        token: &str,
+    ) -> Result<Option<(Caller, std::time::Duration)>, StoreError> {
+        let row: Option<(i64, i64, f64)> = sqlx::query_as(
+            "SELECT auth_key_id, user_id, extract(epoch FROM expires_at - now())::float8 FROM authorizations \
                  WHERE token_hash = $1 AND expires_at > now()",
         )
         .bind(token_hash(token))
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
-        row.map(|(auth_key_id, user_id)| {
-            Ok(Caller {
-                user_id: rows::user_id(user_id, "authorizations.user_id")?,
-                auth_key_id: AuthKeyId(auth_key_id),
-                // One session per device until MTProto sessions exist.
-                session_id: SessionId(auth_key_id),
-            })
+        row.map(|(auth_key_id, user_id, ends_in)| {
+            Ok((
+                Caller {
+                    user_id: rows::user_id(user_id, "authorizations.user_id")?,
+                    auth_key_id: AuthKeyId(auth_key_id),
+                    // One session per device until MTProto sessions exist.
+                    session_id: SessionId(auth_key_id),
+                },
+                std::time::Duration::try_from_secs_f64(ends_in).unwrap_or_default(),
+            ))
         })
         .transpose()
     }
