@@ -7,6 +7,7 @@ use anyhow::Context;
 use application::ports::Store;
 use application::{App, AppConfig};
 use infrastructure::kafka::ConsumerStatus;
+use infrastructure::postgres::revocations::Acks;
 use infrastructure::relay::RelayStatus;
 use infrastructure::{
     access_hash_key, PgAccounts, PgCodeStore, PgStore, RedisRateLimiter, WebhookCodes,
@@ -23,14 +24,18 @@ use crate::mtproto::{MtprotoMetrics, PublicKeyInfo};
 
 /// Connects to Postgres, applies pending migrations and wires the adapters into an [`App`].
 pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
-    let (app, pool, _) = build_with_store(config).await?;
+    let (app, pool, _, _) = build_with_store(config).await?;
     Ok((app, pool))
 }
 
 /// Connections of the admin pool: an operator's export or status read, rarely more than one.
 const ADMIN_POOL_CONNECTIONS: u32 = 2;
 
-async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<dyn Store>)> {
+async fn build_with_store(
+    config: &Config,
+) -> anyhow::Result<(App, PgPool, Arc<dyn Store>, Arc<Acks>)> {
+    // Shared by the accounts adapter (endings wait on them) and the revocation listener.
+    let revocation_acks = Acks::new();
     let pool = infrastructure::postgres::connect_with(
         &config.database_url,
         config.db_max_connections,
@@ -77,7 +82,7 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
     };
     let app = App::new(
         store.clone(),
-        Arc::new(PgAccounts::new(pool.clone())),
+        Arc::new(PgAccounts::new(pool.clone()).with_acks(revocation_acks.clone())),
         Arc::new(limiter),
         keys,
         AppConfig {
@@ -90,7 +95,7 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
     .with_passwords(Arc::new(
         infrastructure::postgres::passwords::PgPasswords::new(pool.clone()),
     ));
-    Ok((app, pool, store))
+    Ok((app, pool, store, revocation_acks))
 }
 
 /// Sign-in codes: kept in Postgres, delivered by the webhook when configured, else by the
@@ -217,7 +222,7 @@ impl Running {
 /// is aborted: the JSON API, the push WebSocket and the operations endpoints. Pushes flow once
 /// [`Running::start_feed`] is called.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
-    let (app, pool, store) = build_with_store(config).await?;
+    let (app, pool, store, revocation_acks) = build_with_store(config).await?;
     let gateway = Arc::new(Gateway::new(
         store,
         app.access_hash_key().clone(),
@@ -311,6 +316,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let revocations = tokio::spawn(infrastructure::postgres::revocations::listen(
         pool.clone(),
         app.caller_cache(),
+        revocation_acks,
     ));
     Ok(Running {
         device_endings,

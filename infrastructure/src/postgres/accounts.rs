@@ -9,7 +9,10 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
+use std::sync::Arc;
+
 use crate::error::db_error;
+use crate::postgres::revocations::{self, Acks};
 use crate::postgres::rows::{self, user, USER_COLUMNS};
 
 /// The Postgres notification channel of ended devices: the payload is `<user_id>:<device id>`,
@@ -33,11 +36,19 @@ const TOKEN_BYTES: usize = 32;
 #[derive(Clone)]
 pub struct PgAccounts {
     pool: PgPool,
+    /// When set, an ending waits for every instance's token cache to drop the devices.
+    acks: Option<Arc<Acks>>,
 }
 
 impl PgAccounts {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self { pool, acks: None }
+    }
+
+    /// Endings answer only once every revocation listener acknowledged them (revocations.rs).
+    pub fn with_acks(mut self, acks: Arc<Acks>) -> Self {
+        self.acks = Some(acks);
+        self
     }
 }
 
@@ -255,6 +266,11 @@ impl Accounts for PgAccounts {
         .fetch_all(&mut *tx)
         .await
         .map_err(db_error)?;
+        // The token caches that must drop these devices before this answers.
+        let listeners = match (&self.acks, ended.is_empty()) {
+            (Some(_), false) => revocations::listeners(&mut tx).await.map_err(db_error)?,
+            _ => Vec::new(),
+        };
         for device in &ended {
             // Delivered to every listening instance when (and only if) this commits.
             sqlx::query("SELECT pg_notify($1, $2)")
@@ -265,6 +281,17 @@ impl Accounts for PgAccounts {
                 .map_err(db_error)?;
         }
         tx.commit().await.map_err(db_error)?;
-        Ok(ended.into_iter().map(AuthKeyId).collect())
+        let ended: Vec<AuthKeyId> = ended.into_iter().map(AuthKeyId).collect();
+        if let Some(acks) = &self.acks {
+            let missing = acks.wait(&ended, &listeners).await;
+            if missing > 0 {
+                tracing::warn!(
+                    missing,
+                    listeners = listeners.len(),
+                    "ended devices: some token caches did not acknowledge in time"
+                );
+            }
+        }
+        Ok(ended)
     }
 }
