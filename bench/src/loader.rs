@@ -59,6 +59,10 @@ async fn load_chunk(pool: &PgPool, n: i64, messages: i64) -> anyhow::Result<()> 
     // 1. The chunk's copies, numbered per owner from the counters, in an unlogged staging table the
     //    workers can all read. Nothing else writes while the bench loads.
     let mut tx = pool.begin().await?;
+    // Bulk statements outlast the serving pool's statement_timeout on a busy machine.
+    sqlx::query("SET LOCAL statement_timeout = 0")
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("SET LOCAL synchronous_commit = off")
         .execute(&mut *tx)
         .await?;
@@ -112,6 +116,10 @@ async fn load_chunk(pool: &PgPool, n: i64, messages: i64) -> anyhow::Result<()> 
 
     // 3. Dialogs and counters, then drop the staging table.
     let mut tx = pool.begin().await?;
+    // Bulk statements outlast the serving pool's statement_timeout on a busy machine.
+    sqlx::query("SET LOCAL statement_timeout = 0")
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("SET LOCAL synchronous_commit = off")
         .execute(&mut *tx)
         .await?;
@@ -151,6 +159,10 @@ const LOADED_TEXT: &str = "loaded message: the quick brown fox jumps over the la
 
 async fn load_owner_class(pool: &PgPool, class: i64) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
+    // Bulk statements outlast the serving pool's statement_timeout on a busy machine.
+    sqlx::query("SET LOCAL statement_timeout = 0")
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("SET LOCAL synchronous_commit = off")
         .execute(&mut *tx)
         .await?;
