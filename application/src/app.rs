@@ -3,6 +3,7 @@ use std::sync::Arc;
 use domain::access_hash::AccessHashKey;
 
 use crate::account_concurrency::{self, AccountConcurrency};
+use crate::caller_cache::CallerCache;
 use crate::password_port::Passwords;
 use crate::ports::{Accounts, RateLimiter, Store};
 
@@ -50,6 +51,8 @@ pub struct App {
     pub(crate) media_making: Option<crate::media::MediaMaking>,
     /// File bytes: uploads, blobs, downloads (`media::file_ports`), given with `with_files`.
     pub(crate) files: Option<crate::media::FilePorts>,
+    /// Token → caller; serves only while a revocation listener keeps it live (caller_cache.rs).
+    pub(crate) callers: Arc<CallerCache>,
 }
 
 impl App {
@@ -76,6 +79,7 @@ impl App {
             media_catalog: None,
             media_making: None,
             files: None,
+            callers: Arc::new(CallerCache::new()),
         }
     }
 
@@ -106,6 +110,11 @@ impl App {
     /// File references for media shown now.
     pub(crate) fn file_refs(&self) -> crate::tl::FileRefs<'_> {
         crate::tl::FileRefs::now(&self.keys)
+    }
+
+    /// The token cache, for the revocation listener that keeps it live (server wiring).
+    pub fn caller_cache(&self) -> Arc<CallerCache> {
+        self.callers.clone()
     }
 
     pub fn access_hash_key(&self) -> &AccessHashKey {

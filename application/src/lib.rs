@@ -5,6 +5,7 @@
 pub mod account_concurrency;
 pub mod app;
 pub mod caller;
+pub mod caller_cache;
 pub mod clock;
 pub mod commands;
 pub mod devices;

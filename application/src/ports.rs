@@ -155,10 +155,82 @@ impl LogEntry {
     }
 }
 
+/// A getHistory page with what its answer needs besides the messages, read in one round trip.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPage {
+    /// Whether the peer's account exists (always true for Saved Messages).
+    pub peer_exists: bool,
+    /// The chat's visible messages (`dialogs.message_count`; 0 without a dialog).
+    pub count: i64,
+    /// Visible messages of the window, newest first.
+    pub messages: Vec<OwnerMessage>,
+}
+
+/// A user as one viewer sees it: the record, the viewer's own contact entry for it, and whether
+/// it has the viewer among its contacts (`users` and `contact_links` in one round trip).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenUser {
+    pub record: UserRecord,
+    pub contact: Option<ContactRecord>,
+    pub has_viewer: bool,
+}
+
+/// The account's committed pts and total unread count, read together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountState {
+    pub pts: Pts,
+    pub unread_total: i64,
+}
+
+/// A folder's first dialog page for getDialogs, read in one round trip: the pinned dialogs (in
+/// pinned order), the page after `cursor` (pinned ones included: the caller leaves them out), the
+/// folder's number of dialogs and the page's and pins' top messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DialogList {
+    pub pinned: Vec<DialogRecord>,
+    pub page: Vec<DialogRecord>,
+    pub count: i64,
+    pub top_messages: Vec<OwnerMessage>,
+}
+
 /// Reads, outside any write transaction.
 #[async_trait]
 pub trait Store: Send + Sync {
     async fn begin(&self) -> Result<Box<dyn WriteTx>, StoreError>;
+
+    /// `users` of `ids` with the viewer's contact links to them (unknown ids left out).
+    async fn users_seen_by(
+        &self,
+        viewer: UserId,
+        ids: &[UserId],
+    ) -> Result<Vec<SeenUser>, StoreError>;
+    /// The window of the chat, whether the peer exists and the chat's message count.
+    async fn history_page(
+        &self,
+        owner: UserId,
+        peer: UserId,
+        window: &HistoryWindow,
+    ) -> Result<HistoryPage, StoreError>;
+    /// `pts` and `unread_total` in one statement (one snapshot).
+    async fn account_state(&self, owner: UserId) -> Result<AccountState, StoreError>;
+    /// The account's state and, when `after` is below its pts, the log entries after `after` (at
+    /// most `limit`), from one snapshot.
+    async fn difference(
+        &self,
+        owner: UserId,
+        after: Pts,
+        limit: i64,
+    ) -> Result<(AccountState, Vec<LogEntry>), StoreError>;
+    /// See [`DialogList`]; the page holds up to `limit` dialogs, plus as many as the folder has
+    /// pins when `extra_for_pins` (so that leaving the pinned ones out still fills it).
+    async fn dialog_list(
+        &self,
+        owner: UserId,
+        folder_id: i16,
+        cursor: Option<DialogCursor>,
+        limit: i32,
+        extra_for_pins: bool,
+    ) -> Result<DialogList, StoreError>;
 
     async fn users(&self, ids: &[UserId]) -> Result<Vec<UserRecord>, StoreError>;
     async fn user_by_phone(&self, phone: &str) -> Result<Option<UserRecord>, StoreError>;
@@ -433,6 +505,16 @@ pub trait Accounts: Send + Sync {
     ) -> Result<(UserRecord, String), StoreError>;
     /// The caller a bearer token stands for.
     async fn authenticate(&self, token: &str) -> Result<Option<Caller>, StoreError>;
+    /// [`Accounts::authenticate`] with how long the token has left (zero: do not cache it).
+    async fn authenticate_until(
+        &self,
+        token: &str,
+    ) -> Result<Option<(Caller, std::time::Duration)>, StoreError> {
+        Ok(self
+            .authenticate(token)
+            .await?
+            .map(|c| (c, std::time::Duration::ZERO)))
+    }
     /// The account's live (unexpired) devices, oldest first.
     async fn authorizations(
         &self,

@@ -128,16 +128,14 @@ impl App {
             return Ok(Vec::new());
         }
         let ids: Vec<UserId> = unique.into_iter().collect();
-        let records = self.store.users(&ids).await?;
-        // The viewer's own names for its contacts replace the users' names (seed: contact names are
-        // owner-view data).
-        let (mine, theirs) = self.store.contact_links(viewer, &ids).await?;
-        Ok(records
+        // The records and the viewer's contact links in one round trip. The viewer's own names for
+        // its contacts replace the users' names (seed: contact names are owner-view data).
+        let seen = self.store.users_seen_by(viewer, &ids).await?;
+        Ok(seen
             .iter()
-            .map(|r| {
-                let contact = mine.iter().find(|c| c.user_id == r.id);
-                User::for_viewer(viewer, r, &self.keys)
-                    .with_contact(contact, theirs.contains(&r.id))
+            .map(|s| {
+                User::for_viewer(viewer, &s.record, &self.keys)
+                    .with_contact(s.contact.as_ref(), s.has_viewer)
             })
             .collect())
     }

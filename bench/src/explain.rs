@@ -71,8 +71,8 @@ pub async fn explain_hot_paths(pool: &PgPool) -> anyhow::Result<Vec<Plan>> {
             "INSERT INTO message_boxes (owner_user_id, box_id, peer_user_id, message_id, sender_user_id, outgoing, random_id, date, text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, pts) \
              VALUES ({u}, {}, {p}, 9000000000, {u}, true, 42, {date}, 'explain', '[]', false, false, NULL, NULL, false, NULL, {})", box_id + 1, pts + 1)),
         ("dialogs upsert", format!(
-            "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count) VALUES ({p}, {u}, {}, {date}, 1) \
-             ON CONFLICT (user_id, peer_user_id) DO UPDATE SET top_message = GREATEST(dialogs.top_message, EXCLUDED.top_message), \
+            "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count, message_count) VALUES ({p}, {u}, {}, {date}, 1, 1) \
+             ON CONFLICT (user_id, peer_user_id) DO UPDATE SET message_count = dialogs.message_count + 1, top_message = GREATEST(dialogs.top_message, EXCLUDED.top_message), \
              top_message_date = CASE WHEN EXCLUDED.top_message > dialogs.top_message THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END, \
              unread_count = dialogs.unread_count + CASE WHEN EXCLUDED.top_message > dialogs.read_inbox_max_id THEN 1 ELSE 0 END", pbox + 1)),
         ("commit: counters + events", format!(

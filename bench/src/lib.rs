@@ -4,10 +4,12 @@
 //! runs. See docs/performance.md.
 
 pub mod checks;
+pub mod cpu;
 pub mod explain;
 pub mod live;
 pub mod loader;
 pub mod pgbench;
+pub mod readsql;
 pub mod report;
 pub mod runner;
 pub mod sendsql;
@@ -735,6 +737,7 @@ async fn run_scale(ctx: &mut Ctx, db: &Db, rate: f64) -> anyhow::Result<()> {
         let checks = db.check(&name, since).await?;
         ctx.checks(checks);
     }
+    run_reads(ctx, db).await?;
     let plans = explain::explain_hot_paths(&db.pool).await?;
     if ctx.opts.explain {
         for p in &plans {
@@ -753,6 +756,183 @@ async fn run_scale(ctx: &mut Ctx, db: &Db, rate: f64) -> anyhow::Result<()> {
     }
     ctx.report.explain = plans;
     Ok(())
+}
+
+/// Closed-loop concurrency of the read phases.
+const READ_CONCURRENCY: usize = 8;
+/// How long an idle backend may hold its statistics before reporting them (Postgres 15's
+/// PGSTAT_IDLE_INTERVAL is 10 s), so that pg_stat_database counts a phase's statements.
+const STATS_SETTLE: Duration = Duration::from_secs(11);
+
+/// Transactions committed or rolled back in this database so far (pg_stat_database).
+async fn transactions(pool: &PgPool) -> anyhow::Result<i64> {
+    let mut conn = pool.acquire().await?;
+    sqlx::query("SELECT pg_stat_clear_snapshot()")
+        .execute(&mut *conn)
+        .await?;
+    Ok(sqlx::query_scalar(
+        "SELECT (xact_commit + xact_rollback)::bigint FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .fetch_one(&mut *conn)
+    .await?)
+}
+
+/// Each read over HTTP, closed loop, then pgbench running the statements the server runs for it
+/// (readsql.rs), at the same concurrency on the same chats; with the server's CPU per call.
+async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
+    let duration = ctx.opts.duration;
+    let n = db.work.users.len();
+    let c = READ_CONCURRENCY.min(n);
+    // Warm every op up (connections, prepared statements, the token cache), then let the
+    // warm-up's statistics reach pg_stat_database before the first measurement.
+    for op in readsql::ReadOp::ALL {
+        http_reads(db, op, c, Duration::from_millis(300)).await?;
+    }
+    // The round-trip count waits for the statistics; the quick run leaves it out.
+    let count_trips = !ctx.opts.quick;
+    if count_trips {
+        tokio::time::sleep(STATS_SETTLE).await;
+    }
+    let since = chrono::Utc::now();
+    for op in readsql::ReadOp::ALL {
+        let name = format!("reads_{}", op.method().replace('.', "_"));
+        let tx_before = transactions(&db.pool).await?;
+        let (rec, elapsed, cpu_before, cpu_after) = http_reads(db, op, c, duration).await?;
+        let mut per_call = None;
+        if count_trips {
+            tokio::time::sleep(STATS_SETTLE).await;
+            // Each read statement runs alone (autocommit), so transactions are round trips; the
+            // two statements of the first statistics read are left out.
+            let statements = transactions(&db.pool).await? - tx_before - 2;
+            per_call = (rec.ok > 0).then(|| stats::round3(statements as f64 / rec.ok as f64));
+        }
+        let st = summarize(&rec, elapsed);
+        let cpu_us = cpu::server_us_per_op(cpu_before, cpu_after, st.ok);
+        let mut phase = Phase::new(
+            &name,
+            "reads_http",
+            json!({"concurrency": c, "front": "http", "server_cpu_us_per_op": cpu_us.map(stats::round1), "sql_round_trips_per_call": per_call}),
+        );
+        let http_rate = st.throughput_per_s;
+        phase.ops.insert(op.name().into(), st);
+        phase.wall_s = stats::round1(elapsed.as_secs_f64());
+        ctx.push(phase);
+        ctx.log(format!(
+            "  {:<28} server CPU {} µs per call, {} SQL round trips per call",
+            op.name(),
+            cpu_us.map_or("?".into(), |us| format!("{us:.0}")),
+            per_call.map_or("?".into(), |t| format!("{t:.2}")),
+        ));
+        let Some(bin) = ctx.pgbench.clone() else {
+            ctx.push(Phase::skipped(
+                &format!("{name}_pgbench"),
+                "reads_pgbench",
+                "pgbench not found",
+            ));
+            continue;
+        };
+        let script = ctx.work_dir.join(format!("{name}.sql"));
+        std::fs::write(&script, readsql::pgbench_script(op, n))?;
+        let run = pgbench::run(&bin, &db.url, &script, c, duration, &ctx.work_dir).await?;
+        let mut phase = Phase::new(
+            &format!("{name}_pgbench"),
+            "reads_pgbench",
+            json!({"concurrency": c, "statements": op.statements(), "command": run.command}),
+        );
+        let mut pst = run.stats.clone();
+        pst.errors += run.failed;
+        phase.ops.insert(format!("{} (SQL only)", op.name()), pst);
+        phase.wall_s = stats::round1(duration.as_secs_f64());
+        ctx.push(phase);
+        ctx.checks(vec![checks::Check {
+            phase: format!("{name}_pgbench"),
+            name: "pgbench transactions succeed".into(),
+            ok: run.failed == 0 && run.transactions > 0,
+            detail: format!("{} transactions, {} failed", run.transactions, run.failed),
+        }]);
+        if run.tps > 0.0 {
+            ctx.report.ratios.push(Ratio {
+                name: format!("{} HTTP / pgbench of its SQL, c={c}", op.name()),
+                value: stats::round3(http_rate / run.tps),
+                numerator: http_rate,
+                denominator: stats::round1(run.tps),
+            });
+        }
+        // pgbench's backends report their statistics as they exit.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // After the last measurement: the checks' own statements would count in the next one.
+    let checks = db.check("reads", since).await?;
+    ctx.checks(checks);
+    Ok(())
+}
+
+/// `op` over HTTP in `c` closed loops, driven from a runtime of its own (threads named
+/// [`cpu::LOAD_THREAD`]) so that the process's other threads — the server — can be measured apart.
+async fn http_reads(
+    db: &Db,
+    op: readsql::ReadOp,
+    c: usize,
+    duration: Duration,
+) -> anyhow::Result<(stats::Recorder, Duration, cpu::CpuSample, cpu::CpuSample)> {
+    let work = db.work.clone();
+    let base = db.base.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name(cpu::LOAD_THREAD.into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name(cpu::LOAD_THREAD)
+                .enable_all()
+                .build();
+            let outcome = rt.map_err(anyhow::Error::from).and_then(|rt| {
+                rt.block_on(async move {
+                    let client = reqwest::Client::builder()
+                        .pool_max_idle_per_host(c)
+                        .tcp_nodelay(true)
+                        .build()?;
+                    let n = work.users.len();
+                    let call = {
+                        let (work, client, base) = (work.clone(), client.clone(), base.clone());
+                        move |_| {
+                            let (work, client, base) = (work.clone(), client.clone(), base.clone());
+                            async move {
+                                let (u, f, first) = {
+                                    let mut rng = rand::thread_rng();
+                                    (
+                                        rng.gen_range(0..n),
+                                        rng.gen_range(1..=loader::FRIENDS.min(n as i64 - 1))
+                                            as usize,
+                                        rng.gen_range(1..=readsql::MESSAGES_FIRST_MAX),
+                                    )
+                                };
+                                let peer = work.peer_json_of(u, readsql::friend(u, f, n));
+                                let body = readsql::body(op, peer, first);
+                                workload::http_call(
+                                    &client,
+                                    &base,
+                                    &work.users[u].token,
+                                    op.method(),
+                                    &body,
+                                )
+                                .await
+                                .map(|_| ())
+                            }
+                        }
+                    };
+                    // Warm up the connections and the server's token cache.
+                    let _ = closed_loop(c, Duration::from_millis(300), call.clone()).await;
+                    let before = cpu::sample();
+                    let (rec, elapsed) = closed_loop(c, duration, call).await;
+                    let after = cpu::sample();
+                    Ok((rec, elapsed, before, after))
+                })
+            });
+            let _ = tx.send(outcome);
+        })?;
+    rx.await
+        .map_err(|_| anyhow!("the read load thread ended without an answer"))?
 }
 
 fn human(n: u64) -> String {

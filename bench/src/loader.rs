@@ -59,6 +59,10 @@ async fn load_chunk(pool: &PgPool, n: i64, messages: i64) -> anyhow::Result<()> 
     // 1. The chunk's copies, numbered per owner from the counters, in an unlogged staging table the
     //    workers can all read. Nothing else writes while the bench loads.
     let mut tx = pool.begin().await?;
+    // Bulk statements outlast the serving pool's statement_timeout on a busy machine.
+    sqlx::query("SET LOCAL statement_timeout = 0")
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("SET LOCAL synchronous_commit = off")
         .execute(&mut *tx)
         .await?;
@@ -112,6 +116,10 @@ async fn load_chunk(pool: &PgPool, n: i64, messages: i64) -> anyhow::Result<()> 
 
     // 3. Dialogs and counters, then drop the staging table.
     let mut tx = pool.begin().await?;
+    // Bulk statements outlast the serving pool's statement_timeout on a busy machine.
+    sqlx::query("SET LOCAL statement_timeout = 0")
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("SET LOCAL synchronous_commit = off")
         .execute(&mut *tx)
         .await?;
@@ -120,12 +128,13 @@ async fn load_chunk(pool: &PgPool, n: i64, messages: i64) -> anyhow::Result<()> 
         .await?;
     // What the dialogs projector does for each new_message, folded over the chunk: the top message
     // moves up to the newest box (all loaded boxes are newer than any existing one), every incoming
-    // box is unread (it is above any read watermark).
+    // box is unread (it is above any read watermark), every box counts in the chat's messages.
     sqlx::query(
-        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count) \
-         SELECT owner, peer, max(box_id), (array_agg(date ORDER BY box_id DESC))[1], count(*) FILTER (WHERE NOT out) \
+        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count, message_count) \
+         SELECT owner, peer, max(box_id), (array_agg(date ORDER BY box_id DESC))[1], count(*) FILTER (WHERE NOT out), count(*) \
          FROM bench_load_copies GROUP BY owner, peer \
          ON CONFLICT (user_id, peer_user_id) DO UPDATE SET \
+           message_count = dialogs.message_count + EXCLUDED.message_count, \
            top_message = GREATEST(dialogs.top_message, EXCLUDED.top_message), \
            top_message_date = CASE WHEN EXCLUDED.top_message > dialogs.top_message \
                                    THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END, \
@@ -150,6 +159,10 @@ const LOADED_TEXT: &str = "loaded message: the quick brown fox jumps over the la
 
 async fn load_owner_class(pool: &PgPool, class: i64) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
+    // Bulk statements outlast the serving pool's statement_timeout on a busy machine.
+    sqlx::query("SET LOCAL statement_timeout = 0")
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("SET LOCAL synchronous_commit = off")
         .execute(&mut *tx)
         .await?;

@@ -51,9 +51,10 @@ fn box_insert(
 
 fn dialog_upsert(owner: &str, peer: &str, box_var: &str, date: i32, out: bool) -> String {
     format!(
-        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count) \
-         VALUES (:{owner}, :{peer}, :{box_var}, {date}, CASE WHEN {out} THEN 0 ELSE 1 END) \
+        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count, message_count) \
+         VALUES (:{owner}, :{peer}, :{box_var}, {date}, CASE WHEN {out} THEN 0 ELSE 1 END, 1) \
          ON CONFLICT (user_id, peer_user_id) DO UPDATE SET \
+           message_count = dialogs.message_count + 1, \
            top_message = GREATEST(dialogs.top_message, EXCLUDED.top_message), \
            top_message_date = CASE WHEN EXCLUDED.top_message > dialogs.top_message \
                                    THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END, \

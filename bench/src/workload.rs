@@ -151,6 +151,11 @@ impl Workload {
         }
     }
 
+    /// `inputPeer…` JSON naming account index `target` as `viewer` sees it.
+    pub fn peer_json_of(&self, viewer: usize, target: usize) -> Value {
+        self.peer_json(viewer, target)
+    }
+
     fn peer_json(&self, viewer: usize, target: usize) -> Value {
         match self.peer(viewer, target) {
             InputPeer::User {

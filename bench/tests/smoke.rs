@@ -55,6 +55,14 @@ async fn quick_run_has_every_phase_and_stays_correct() {
         "mixed",
         "scale_1k",
         "scale_3k",
+        "reads_messages_getHistory",
+        "reads_messages_getHistory_pgbench",
+        "reads_updates_getDifference",
+        "reads_updates_getDifference_pgbench",
+        "reads_messages_getDialogs",
+        "reads_messages_getDialogs_pgbench",
+        "reads_messages_getMessages",
+        "reads_messages_getMessages_pgbench",
     ] {
         let p = phase(name);
         assert_eq!(p["status"], "ok", "{name}: {p}");
@@ -100,8 +108,9 @@ async fn quick_run_has_every_phase_and_stays_correct() {
         assert_eq!(p["status"], "skipped");
         assert_eq!(p["note"], live::NOT_RUN);
     }
+    // The sends' four, and each read's HTTP / pgbench of its SQL.
     assert!(
-        json["ratios"].as_array().is_some_and(|r| r.len() == 4),
+        json["ratios"].as_array().is_some_and(|r| r.len() == 8),
         "in-process and HTTP ratios to pgbench: {}",
         json["ratios"]
     );

@@ -13,7 +13,10 @@ pub mod relay;
 pub mod tls;
 
 pub use login_webhook::WebhookCodes;
-pub use postgres::accounts::{PgAccounts, AUTHORIZATION_ENDED_CHANNEL, AUTHORIZATION_NEW_CHANNEL};
+pub use postgres::accounts::{
+    PgAccounts, AUTHORIZATION_ENDED_CHANNEL, AUTHORIZATION_NEW_CHANNEL,
+    AUTHORIZATION_REVOKED_CHANNEL,
+};
 pub use postgres::auth_key_cipher::AuthKeyCipher;
 pub use postgres::login_codes::PgCodeStore;
 pub use postgres::mtproto_keys::{PgMtprotoKeys, StoredAuthKey};

@@ -1,7 +1,9 @@
 //! `dialogs`: the dialog list. Depends on `message_boxes`: after a deletion or a read it recomputes
 //! the top message and the unread count from the owner's visible boxes, so `message_boxes` must have
 //! applied the same event first. Also the owner's organization of the list: the folder (main list
-//! or archive), the pinned position within it and the manual unread mark.
+//! or archive), the pinned position within it and the manual unread mark. And the chat's number of
+//! visible messages (`message_count`, version 3), which getHistory answers without counting: one
+//! more per new message, recounted from the boxes after a deletion.
 
 use domain::events::{DeleteMessages, UserEvent};
 use domain::message::OwnerMessage;
@@ -11,7 +13,7 @@ use sqlx::PgConnection;
 use crate::{box_ids, ProjectionError};
 
 pub const NAME: &str = "dialogs";
-pub const VERSION: i32 = 2;
+pub const VERSION: i32 = 3;
 
 pub async fn apply(
     conn: &mut PgConnection,
@@ -138,9 +140,10 @@ async fn new_message(
     m: &OwnerMessage,
 ) -> Result<(), ProjectionError> {
     sqlx::query(
-        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count) \
-         VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN 0 ELSE 1 END) \
+        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count, message_count) \
+         VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN 0 ELSE 1 END, 1) \
          ON CONFLICT (user_id, peer_user_id) DO UPDATE SET \
+           message_count = dialogs.message_count + 1, \
            top_message = GREATEST(dialogs.top_message, EXCLUDED.top_message), \
            top_message_date = CASE WHEN EXCLUDED.top_message > dialogs.top_message \
                                    THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END, \
@@ -189,7 +192,9 @@ async fn delete_messages(
                                         ORDER BY m.box_id DESC LIMIT 1), 0), \
            unread_count = (SELECT count(*)::int FROM message_boxes m \
                            WHERE m.owner_user_id = $1 AND m.peer_user_id = d.peer_user_id AND NOT m.deleted \
-                             AND NOT m.outgoing AND m.box_id > d.read_inbox_max_id) \
+                             AND NOT m.outgoing AND m.box_id > d.read_inbox_max_id), \
+           message_count = (SELECT count(*)::int FROM message_boxes m \
+                            WHERE m.owner_user_id = $1 AND m.peer_user_id = d.peer_user_id AND NOT m.deleted) \
          WHERE d.user_id = $1 AND d.peer_user_id = ANY($2)",
     )
     .bind(owner.get())

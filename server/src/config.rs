@@ -13,8 +13,13 @@ use crate::admin_token::AdminToken;
 pub struct Config {
     /// `DATABASE_URL`.
     pub database_url: String,
-    /// `PTSLOG_DB_MAX_CONNECTIONS` (default 32).
+    /// `PTSLOG_DB_MAX_CONNECTIONS` (default 32): the write pool (write transactions, accounts,
+    /// sign-in, the gateway's device listener).
     pub db_max_connections: u32,
+    /// `PTSLOG_DB_READ_MAX_CONNECTIONS` (default 16): the read pool, which every read of the
+    /// store uses, so reads never queue behind writers holding connections across their commits
+    /// (docs/performance.md, "Reads"). 0 puts the reads on the write pool.
+    pub db_read_max_connections: u32,
     /// `REDIS_URL`.
     pub redis_url: String,
     /// `PTSLOG_REDIS_PREFIX`: a prefix for every Redis key (several deployments can share a Redis).
@@ -94,6 +99,9 @@ pub struct Config {
 }
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
+/// The read pool's default size: reads are short (index seeks, a few tenths of a millisecond), so
+/// half the write pool keeps both cores busy while leaving Postgres room for the writers.
+pub const DEFAULT_DB_READ_MAX_CONNECTIONS: u32 = 16;
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/ptslog";
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 pub const DEFAULT_MTPROTO_ADDR: &str = "127.0.0.1:8443";
@@ -152,6 +160,11 @@ impl Config {
                 .transpose()
                 .context("PTSLOG_DB_MAX_CONNECTIONS")?
                 .unwrap_or(32),
+            db_read_max_connections: get("PTSLOG_DB_READ_MAX_CONNECTIONS")
+                .map(str::parse)
+                .transpose()
+                .context("PTSLOG_DB_READ_MAX_CONNECTIONS")?
+                .unwrap_or(DEFAULT_DB_READ_MAX_CONNECTIONS),
             redis_url: get("REDIS_URL").unwrap_or(DEFAULT_REDIS_URL).to_string(),
             redis_prefix: get("PTSLOG_REDIS_PREFIX").unwrap_or("").to_string(),
             http_addr: get("PTSLOG_HTTP_ADDR")

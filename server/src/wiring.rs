@@ -7,6 +7,7 @@ use anyhow::Context;
 use application::ports::Store;
 use application::{App, AppConfig};
 use infrastructure::kafka::ConsumerStatus;
+use infrastructure::postgres::revocations::Acks;
 use infrastructure::relay::RelayStatus;
 use infrastructure::{
     access_hash_key, PgAccounts, PgCodeStore, PgStore, RedisRateLimiter, WebhookCodes,
@@ -23,14 +24,18 @@ use crate::mtproto::{MtprotoMetrics, PublicKeyInfo};
 
 /// Connects to Postgres, applies pending migrations and wires the adapters into an [`App`].
 pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
-    let (app, pool, _) = build_with_store(config).await?;
+    let (app, pool, _, _) = build_with_store(config).await?;
     Ok((app, pool))
 }
 
 /// Connections of the admin pool: an operator's export or status read, rarely more than one.
 const ADMIN_POOL_CONNECTIONS: u32 = 2;
 
-async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<dyn Store>)> {
+async fn build_with_store(
+    config: &Config,
+) -> anyhow::Result<(App, PgPool, Arc<dyn Store>, Arc<Acks>)> {
+    // Shared by the accounts adapter (endings wait on them) and the revocation listener.
+    let revocation_acks = Acks::new();
     let pool = infrastructure::postgres::connect_with(
         &config.database_url,
         config.db_max_connections,
@@ -63,10 +68,21 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
                 .context("PTSLOG_REDIS_CA_FILE")?
         }
     };
-    let store: Arc<dyn Store> = Arc::new(PgStore::new(pool.clone()));
+    // Reads on their own pool (0: on the write pool), connected on first use.
+    let store: Arc<dyn Store> = if config.db_read_max_connections == 0 {
+        Arc::new(PgStore::new(pool.clone()))
+    } else {
+        let read = infrastructure::postgres::connect_lazy_with(
+            &config.database_url,
+            config.db_read_max_connections,
+            config.limits.db,
+        )
+        .with_context(|| format!("the read pool for {}", redact(&config.database_url)))?;
+        Arc::new(PgStore::with_read_pool(pool.clone(), read))
+    };
     let app = App::new(
         store.clone(),
-        Arc::new(PgAccounts::new(pool.clone())),
+        Arc::new(PgAccounts::new(pool.clone()).with_acks(revocation_acks.clone())),
         Arc::new(limiter),
         keys,
         AppConfig {
@@ -89,7 +105,7 @@ async fn build_with_store(config: &Config) -> anyhow::Result<(App, PgPool, Arc<d
         photos: Arc::new(infrastructure::photos::ImagePhotos),
     };
     let app = app.with_files(files).with_media_making(making);
-    Ok((app, pool, store))
+    Ok((app, pool, store, revocation_acks))
 }
 
 /// File bytes: the configured blob store (which also stages upload parts) and the Postgres
@@ -190,6 +206,8 @@ pub struct Running {
     pub device_endings: JoinHandle<()>,
     /// Drops expired pending uploads every [`UPLOAD_SWEEP_INTERVAL`].
     pub upload_sweep: JoinHandle<()>,
+    /// Keeps the token cache true (and live) while it listens for revoked tokens.
+    pub revocations: JoinHandle<()>,
 }
 
 impl Running {
@@ -242,6 +260,7 @@ impl Running {
         }
         self.device_endings.abort();
         self.upload_sweep.abort();
+        self.revocations.abort();
         self.task.abort();
     }
 }
@@ -250,7 +269,7 @@ impl Running {
 /// is aborted: the JSON API, the push WebSocket and the operations endpoints. Pushes flow once
 /// [`Running::start_feed`] is called.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
-    let (app, pool, store) = build_with_store(config).await?;
+    let (app, pool, store, revocation_acks) = build_with_store(config).await?;
     let gateway = Arc::new(Gateway::new(
         store,
         app.access_hash_key().clone(),
@@ -342,9 +361,15 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         gateway.hub.clone(),
     ));
     let upload_sweep = tokio::spawn(sweep_uploads(app.clone()));
+    let revocations = tokio::spawn(infrastructure::postgres::revocations::listen(
+        pool.clone(),
+        app.caller_cache(),
+        revocation_acks,
+    ));
     Ok(Running {
         device_endings,
         upload_sweep,
+        revocations,
         addr,
         admin_addr,
         app,

@@ -25,6 +25,7 @@ mod push_auth;
 mod queries;
 mod random_mix;
 mod read;
+mod read_costs;
 mod redis_tls;
 mod send;
 mod sessions;

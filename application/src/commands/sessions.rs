@@ -53,9 +53,11 @@ impl App {
 
     /// `auth.logOut`: ends the caller's own device.
     pub async fn log_out(&self, caller: &Caller) -> Result<(), AppError> {
-        self.accounts
+        let ended = self
+            .accounts
             .end_authorizations(caller.user_id, Ending::One(caller.auth_key_id))
             .await?;
+        self.forget_devices(&ended);
         Ok(())
     }
 
@@ -69,6 +71,7 @@ impl App {
             .accounts
             .end_authorizations(caller.user_id, Ending::One(AuthKeyId(hash)))
             .await?;
+        self.forget_devices(&ended);
         if ended.is_empty() {
             return Err(AppError::BadRequest("HASH_INVALID"));
         }
@@ -77,10 +80,19 @@ impl App {
 
     /// `auth.resetAuthorizations`: ends every device of the account but the caller's.
     pub async fn reset_authorizations(&self, caller: &Caller) -> Result<usize, AppError> {
-        Ok(self
+        let ended = self
             .accounts
             .end_authorizations(caller.user_id, Ending::AllBut(caller.auth_key_id))
-            .await?
-            .len())
+            .await?;
+        self.forget_devices(&ended);
+        Ok(ended.len())
+    }
+
+    /// Ended devices leave this instance's token cache before the call answers; the other
+    /// instances hear it from the database's revocation channel (caller_cache.rs).
+    fn forget_devices(&self, ended: &[AuthKeyId]) {
+        for device in ended {
+            self.callers.evict_device(*device);
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! `messages.getDialogs`: the dialog list of a folder by seek pagination on (top date, top id, peer).
 
 use domain::events::FilterSubject;
+use domain::message::OwnerMessage;
 use domain::{limits, DomainError, UserId};
 use serde::Deserialize;
 
@@ -102,10 +103,17 @@ impl App {
         }
 
         // Pinned dialogs lead the folder's list (unless excluded) and are left out of the pages
-        // that follow; offsets come from the last unpinned dialog of a page.
-        let pinned = self.store.pinned_dialogs(owner, folder_id).await?;
+        // that follow; offsets come from the last unpinned dialog of a page. The pins, the page
+        // (with room for leaving the pins out), the folder's count and the top messages are one
+        // round trip (docs/performance.md, "Reads").
+        let extra_for_pins = cursor.is_some() || req.exclude_pinned;
+        let list = self
+            .store
+            .dialog_list(owner, folder_id, cursor, limit, extra_for_pins)
+            .await?;
+        let pinned = list.pinned;
         let is_pinned = |peer: UserId| pinned.iter().any(|p| p.peer_id == peer);
-        let mut count = self.store.dialogs_count(owner, folder_id).await?;
+        let mut count = list.count;
         if req.exclude_pinned {
             count -= pinned.len() as i64;
         }
@@ -128,19 +136,15 @@ impl App {
             page.extend(pinned.iter().cloned());
         }
         let room = (limit as usize).saturating_sub(page.len());
-        if room > 0 {
-            let fetched = self
-                .store
-                .dialogs_page(owner, folder_id, cursor, (room + pinned.len()) as i32)
-                .await?;
-            page.extend(
-                fetched
-                    .into_iter()
-                    .filter(|d| !is_pinned(d.peer_id))
-                    .take(room),
-            );
-        }
-        let (dialogs, messages, users) = self.dialog_bundle(owner, &page).await?;
+        page.extend(
+            list.page
+                .into_iter()
+                .filter(|d| !is_pinned(d.peer_id))
+                .take(room),
+        );
+        let (dialogs, messages, users) = self
+            .dialog_bundle_with(owner, &page, Some(&list.top_messages))
+            .await?;
         if cursor.is_none() && (page.len() as i64) >= count {
             Ok(Dialogs::All {
                 dialogs,
@@ -250,14 +254,29 @@ impl App {
         owner: UserId,
         page: &[DialogRecord],
     ) -> Result<(Vec<Dialog>, Vec<Message>, Vec<crate::tl::User>), AppError> {
+        self.dialog_bundle_with(owner, page, None).await
+    }
+
+    /// [`App::dialog_bundle`] with the top messages already read (any superset of the page's, in
+    /// any order), or read here when `None`.
+    pub(crate) async fn dialog_bundle_with(
+        &self,
+        owner: UserId,
+        page: &[DialogRecord],
+        read: Option<&[OwnerMessage]>,
+    ) -> Result<(Vec<Dialog>, Vec<Message>, Vec<crate::tl::User>), AppError> {
         let tops: Vec<domain::BoxId> = page
             .iter()
             .filter_map(|d| domain::BoxId::new(d.top_message))
             .collect();
-        let top_messages = if tops.is_empty() {
-            Vec::new()
-        } else {
-            self.store.messages(owner, &tops).await?
+        let top_messages: Vec<OwnerMessage> = match read {
+            // In the page's order, as `messages` answers them.
+            Some(read) => tops
+                .iter()
+                .filter_map(|id| read.iter().find(|m| m.id == *id).cloned())
+                .collect(),
+            None if tops.is_empty() => Vec::new(),
+            None => self.store.messages(owner, &tops).await?,
         };
         let mut mentioned: Vec<UserId> = page.iter().map(|d| d.peer_id).collect();
         mentioned.extend(top_messages.iter().flat_map(users_of_message));

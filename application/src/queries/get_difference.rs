@@ -34,7 +34,12 @@ impl App {
     ) -> Result<Difference, AppError> {
         let owner = caller.user_id;
         let from = Pts::new(req.pts).ok_or(domain::DomainError::PersistentTimestampInvalid)?;
-        let current = self.store.pts(owner).await?;
+        // The state and the slice in one round trip, from one snapshot.
+        let (head, mut entries) = self
+            .store
+            .difference(owner, from, limits::DIFFERENCE_SLICE_EVENTS + 1)
+            .await?;
+        let current = head.pts;
         if from > current {
             return Err(domain::DomainError::PersistentTimestampInvalid.into());
         }
@@ -44,10 +49,6 @@ impl App {
                 seq: 0,
             });
         }
-        let mut entries = self
-            .store
-            .log_after(owner, from, limits::DIFFERENCE_SLICE_EVENTS + 1)
-            .await?;
         let sliced = entries.len() as i64 > limits::DIFFERENCE_SLICE_EVENTS;
         entries.truncate(limits::DIFFERENCE_SLICE_EVENTS as usize);
         // The state moves past a row that cannot be read, so the client never asks for it again;
@@ -77,7 +78,7 @@ impl App {
             }
         }
         let users = self.users_for(owner, mentioned).await?;
-        let unread = self.store.unread_total(owner).await?;
+        let unread = head.unread_total;
         let state = State {
             pts: last.get(),
             qts: 0,

@@ -43,7 +43,22 @@ impl App {
                 _ => None,
             })
             .collect();
-        let ids: Vec<BoxId> = wanted.iter().flatten().copied().collect();
+        // The asked ids and the sources of the asked replies in one read, then the replies'
+        // targets in a second (only when replies are asked).
+        let reply_sources: Vec<Option<BoxId>> = req
+            .id
+            .iter()
+            .filter_map(|m| match m {
+                InputMessage::ReplyTo { id } => Some(BoxId::from_client(*id)),
+                _ => None,
+            })
+            .collect();
+        let ids: Vec<BoxId> = wanted
+            .iter()
+            .chain(reply_sources.iter())
+            .flatten()
+            .copied()
+            .collect();
         let found = if ids.is_empty() {
             Vec::new()
         } else {
@@ -51,16 +66,14 @@ impl App {
         };
 
         // The replied-to message of a reply, in the caller's ids.
-        let mut reply_targets = Vec::new();
-        for m in &req.id {
-            if let InputMessage::ReplyTo { id } = m {
-                let source = match BoxId::from_client(*id) {
-                    Some(b) => self.store.messages(owner, &[b]).await?.into_iter().next(),
-                    None => None,
-                };
-                reply_targets.push(source.and_then(|s| s.reply_to.map(|r| r.reply_to_msg_id)));
-            }
-        }
+        let reply_targets: Vec<Option<BoxId>> = reply_sources
+            .iter()
+            .map(|source| {
+                source
+                    .and_then(|b| found.iter().find(|f| f.id == b))
+                    .and_then(|s| s.reply_to.as_ref().map(|r| r.reply_to_msg_id))
+            })
+            .collect();
         let targets: Vec<BoxId> = reply_targets.iter().flatten().copied().collect();
         let found_targets = if targets.is_empty() {
             Vec::new()

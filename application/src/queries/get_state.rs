@@ -14,8 +14,8 @@ impl App {
     }
 
     pub(crate) async fn state_of(&self, owner: UserId) -> Result<State, AppError> {
-        let pts = self.store.pts(owner).await?;
-        let unread = self.store.unread_total(owner).await?;
+        let state = self.store.account_state(owner).await?;
+        let (pts, unread) = (state.pts, state.unread_total);
         Ok(State {
             pts: pts.get(),
             qts: 0,

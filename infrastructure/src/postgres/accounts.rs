@@ -9,7 +9,10 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
+use std::sync::Arc;
+
 use crate::error::db_error;
+use crate::postgres::revocations::{self, Acks};
 use crate::postgres::rows::{self, user, USER_COLUMNS};
 
 /// The Postgres notification channel of ended devices: the payload is `<user_id>:<device id>`,
@@ -22,17 +25,30 @@ pub const AUTHORIZATION_ENDED_CHANNEL: &str = "ptslog_authorization_ended";
 /// to the account's other devices.
 pub const AUTHORIZATION_NEW_CHANNEL: &str = "ptslog_authorization_new";
 
+/// The Postgres notification channel of revoked tokens (migration 0019's trigger on
+/// `authorizations`: a device deleted, or its token, owner or end changed), payload
+/// `<user_id>:<device id>`; every instance's token cache listens (`revocations::listen`).
+pub const AUTHORIZATION_REVOKED_CHANNEL: &str = "ptslog_authorization_revoked";
+
 /// Tokens are 32 random bytes, handed out as 64 hex characters.
 const TOKEN_BYTES: usize = 32;
 
 #[derive(Clone)]
 pub struct PgAccounts {
     pool: PgPool,
+    /// When set, an ending waits for every instance's token cache to drop the devices.
+    acks: Option<Arc<Acks>>,
 }
 
 impl PgAccounts {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self { pool, acks: None }
+    }
+
+    /// Endings answer only once every revocation listener acknowledged them (revocations.rs).
+    pub fn with_acks(mut self, acks: Arc<Acks>) -> Self {
+        self.acks = Some(acks);
+        self
     }
 }
 
@@ -128,21 +144,31 @@ impl Accounts for PgAccounts {
     }
 
     async fn authenticate(&self, token: &str) -> Result<Option<Caller>, StoreError> {
-        let row: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT auth_key_id, user_id FROM authorizations \
+        Ok(self.authenticate_until(token).await?.map(|(c, _)| c))
+    }
+
+    async fn authenticate_until(
+        &self,
+        token: &str,
+    ) -> Result<Option<(Caller, std::time::Duration)>, StoreError> {
+        let row: Option<(i64, i64, f64)> = sqlx::query_as(
+            "SELECT auth_key_id, user_id, extract(epoch FROM expires_at - now())::float8 FROM authorizations \
                  WHERE token_hash = $1 AND expires_at > now()",
         )
         .bind(token_hash(token))
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
-        row.map(|(auth_key_id, user_id)| {
-            Ok(Caller {
-                user_id: rows::user_id(user_id, "authorizations.user_id")?,
-                auth_key_id: AuthKeyId(auth_key_id),
-                // One session per device until MTProto sessions exist.
-                session_id: SessionId(auth_key_id),
-            })
+        row.map(|(auth_key_id, user_id, ends_in)| {
+            Ok((
+                Caller {
+                    user_id: rows::user_id(user_id, "authorizations.user_id")?,
+                    auth_key_id: AuthKeyId(auth_key_id),
+                    // One session per device until MTProto sessions exist.
+                    session_id: SessionId(auth_key_id),
+                },
+                std::time::Duration::try_from_secs_f64(ends_in).unwrap_or_default(),
+            ))
         })
         .transpose()
     }
@@ -240,6 +266,11 @@ impl Accounts for PgAccounts {
         .fetch_all(&mut *tx)
         .await
         .map_err(db_error)?;
+        // The token caches that must drop these devices before this answers.
+        let listeners = match (&self.acks, ended.is_empty()) {
+            (Some(_), false) => revocations::listeners(&mut tx).await.map_err(db_error)?,
+            _ => Vec::new(),
+        };
         for device in &ended {
             // Delivered to every listening instance when (and only if) this commits.
             sqlx::query("SELECT pg_notify($1, $2)")
@@ -250,6 +281,17 @@ impl Accounts for PgAccounts {
                 .map_err(db_error)?;
         }
         tx.commit().await.map_err(db_error)?;
-        Ok(ended.into_iter().map(AuthKeyId).collect())
+        let ended: Vec<AuthKeyId> = ended.into_iter().map(AuthKeyId).collect();
+        if let Some(acks) = &self.acks {
+            let missing = acks.wait(&ended, &listeners).await;
+            if missing > 0 {
+                tracing::warn!(
+                    missing,
+                    listeners = listeners.len(),
+                    "ended devices: some token caches did not acknowledge in time"
+                );
+            }
+        }
+        Ok(ended)
     }
 }

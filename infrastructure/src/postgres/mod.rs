@@ -8,6 +8,7 @@ pub mod media_catalog;
 pub mod mtproto_keys;
 pub mod passwords;
 pub(crate) mod queries;
+pub mod revocations;
 pub(crate) mod rows;
 pub mod secrets;
 pub mod store;

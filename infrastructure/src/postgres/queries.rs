@@ -11,6 +11,13 @@ use crate::error::db_error;
 use crate::postgres::rows::{owner_message, BOX_COLUMNS};
 
 /// Visible boxes of `owner` by id, in the order of `ids`; missing ones and repeats are left out.
+/// `$1` owner, `$2` box ids: the visible ones (message_boxes primary key).
+pub(crate) fn messages_by_ids_sql() -> String {
+    format!(
+        "SELECT {BOX_COLUMNS} FROM message_boxes WHERE owner_user_id = $1 AND box_id = ANY($2) AND NOT deleted"
+    )
+}
+
 pub(crate) async fn messages_by_ids<'e>(
     ex: impl PgExecutor<'e>,
     owner: UserId,
@@ -20,14 +27,12 @@ pub(crate) async fn messages_by_ids<'e>(
         return Ok(Vec::new());
     }
     let raw: Vec<i32> = ids.iter().map(|id| id.get()).collect();
-    let rows = sqlx::query(&format!(
-        "SELECT {BOX_COLUMNS} FROM message_boxes WHERE owner_user_id = $1 AND box_id = ANY($2) AND NOT deleted"
-    ))
-    .bind(owner.get())
-    .bind(&raw)
-    .fetch_all(ex)
-    .await
-    .map_err(db_error)?;
+    let rows = sqlx::query(&messages_by_ids_sql())
+        .bind(owner.get())
+        .bind(&raw)
+        .fetch_all(ex)
+        .await
+        .map_err(db_error)?;
     let mut found: HashMap<BoxId, OwnerMessage> = HashMap::with_capacity(rows.len());
     for row in &rows {
         let m = owner_message(row)?;

@@ -51,39 +51,57 @@ pub(crate) fn pts(raw: i32) -> Result<Pts, StoreError> {
 }
 
 pub(crate) fn owner_message(row: &PgRow) -> Result<OwnerMessage, StoreError> {
+    owner_message_at(row, "")
+}
+
+/// [`BOX_COLUMNS`] of `alias`, each renamed `<prefix><column>`: a message read beside other rows
+/// whose column names it would clash with (a dialog and its top message in one row).
+pub(crate) fn box_columns_as(alias: &str, prefix: &str) -> String {
+    BOX_COLUMNS
+        .split(',')
+        .map(str::trim)
+        .map(|c| format!("{alias}.{c} AS {prefix}{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An [`owner_message`] whose columns carry `prefix` ([`box_columns_as`]).
+pub(crate) fn owner_message_at(row: &PgRow, prefix: &str) -> Result<OwnerMessage, StoreError> {
+    let col = |c: &str| format!("{prefix}{c}");
     // Read like an event payload's entities: one today's type cannot read is left out.
-    let entities = domain::entities::stored_entities(get::<serde_json::Value>(row, "entities")?)
-        .map_err(|e| StoreError::Corrupt(format!("entities: {e}")))?;
-    let reply_to = get::<Option<serde_json::Value>>(row, "reply_to")?
+    let entities =
+        domain::entities::stored_entities(get::<serde_json::Value>(row, &col("entities"))?)
+            .map_err(|e| StoreError::Corrupt(format!("entities: {e}")))?;
+    let reply_to = get::<Option<serde_json::Value>>(row, &col("reply_to"))?
         .map(serde_json::from_value::<ReplyHeader>)
         .transpose()
         .map_err(|e| StoreError::Corrupt(format!("reply_to: {e}")))?;
-    let fwd_from = get::<Option<serde_json::Value>>(row, "fwd_from")?
+    let fwd_from = get::<Option<serde_json::Value>>(row, &col("fwd_from"))?
         .map(serde_json::from_value::<ForwardHeader>)
         .transpose()
         .map_err(|e| StoreError::Corrupt(format!("fwd_from: {e}")))?;
-    let media = get::<Option<serde_json::Value>>(row, "media")?
+    let media = get::<Option<serde_json::Value>>(row, &col("media"))?
         .map(serde_json::from_value::<MessageMedia>)
         .transpose()
         .map_err(|e| StoreError::Corrupt(format!("media: {e}")))?;
     Ok(OwnerMessage {
-        id: box_id(get(row, "box_id")?, "box_id")?,
-        message_id: MessageId(get(row, "message_id")?),
-        peer_id: user_id(get(row, "peer_user_id")?, "peer_user_id")?,
-        from_id: user_id(get(row, "sender_user_id")?, "sender_user_id")?,
-        out: get(row, "outgoing")?,
-        date: get(row, "date")?,
-        text: get(row, "text")?,
+        id: box_id(get(row, &col("box_id"))?, "box_id")?,
+        message_id: MessageId(get(row, &col("message_id"))?),
+        peer_id: user_id(get(row, &col("peer_user_id"))?, "peer_user_id")?,
+        from_id: user_id(get(row, &col("sender_user_id"))?, "sender_user_id")?,
+        out: get(row, &col("outgoing"))?,
+        date: get(row, &col("date"))?,
+        text: get(row, &col("text"))?,
         entities,
-        silent: get(row, "silent")?,
-        noforwards: get(row, "noforwards")?,
+        silent: get(row, &col("silent"))?,
+        noforwards: get(row, &col("noforwards"))?,
         reply_to,
         fwd_from,
-        media_unread: get(row, "media_unread")?,
-        random_id: get(row, "random_id")?,
-        edit_date: get(row, "edit_date")?,
+        media_unread: get(row, &col("media_unread"))?,
+        random_id: get(row, &col("random_id"))?,
+        edit_date: get(row, &col("edit_date"))?,
         media,
-        grouped_id: get(row, "grouped_id")?,
+        grouped_id: get(row, &col("grouped_id"))?,
     })
 }
 

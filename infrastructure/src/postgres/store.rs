@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use application::ports::{
-    BlockRecord, DialogCursor, DialogRecord, LogEntry, SearchFilter, Store, StoreError, UserRecord,
-    WriteTx,
+    AccountState, BlockRecord, DialogCursor, DialogList, DialogRecord, HistoryPage, LogEntry,
+    SearchFilter, SeenUser, Store, StoreError, UserRecord, WriteTx,
 };
 use async_trait::async_trait;
 use domain::history_window::HistoryWindow;
@@ -16,23 +16,41 @@ use sqlx::PgPool;
 use crate::error::db_error;
 use crate::postgres::queries::{like_contains, messages_by_ids};
 use crate::postgres::rows::{
-    self, dialog, log_entry, owner_message, user, BOX_COLUMNS, DIALOG_COLUMNS, LOG_COLUMNS,
-    USER_COLUMNS,
+    self, dialog, get, log_entry, owner_message, owner_message_at, user, BOX_COLUMNS,
+    DIALOG_COLUMNS, LOG_COLUMNS, USER_COLUMNS,
 };
 use crate::postgres::write_tx::PgWriteTx;
 
+/// Write transactions run on `pool`; every read of this adapter on `read`, so that a read never
+/// waits for a connection behind writers that hold theirs across a commit's fsync
+/// (docs/performance.md, "Reads"). Both are the same pool unless built with [`PgStore::with_read_pool`].
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    read: PgPool,
 }
 
 impl PgStore {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            read: pool.clone(),
+            pool,
+        }
     }
 
+    /// Writes on `write`, reads on `read` (two pools of the same database).
+    pub fn with_read_pool(write: PgPool, read: PgPool) -> Self {
+        Self { pool: write, read }
+    }
+
+    /// The write pool.
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// The pool the reads use.
+    pub fn read_pool(&self) -> &PgPool {
+        &self.read
     }
 
     /// The box id a history page with `offset_date` starts below: one past the newest visible box
@@ -51,7 +69,7 @@ impl PgStore {
         .bind(owner.get())
         .bind(peer.get())
         .bind(offset_date)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await
         .map_err(db_error)?;
         Ok(newest_older.map_or(1, |b| i64::from(b) + 1))
@@ -87,6 +105,88 @@ fn to_messages(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<OwnerMessage>, Stor
     rows.iter().map(owner_message).collect()
 }
 
+/// The head of a getHistory answer as SQL over `$1` (owner) and `$2` (peer): whether the peer's
+/// account exists (users primary key) and the chat's message count (dialogs primary key).
+const HISTORY_HEAD: &str = "SELECT ($2 = $1 OR EXISTS (SELECT 1 FROM users WHERE id = $2)) AS peer_exists, \
+     COALESCE((SELECT message_count FROM dialogs WHERE user_id = $1 AND peer_user_id = $2), 0)::bigint AS total";
+
+/// The account's state as SQL over `$1`: user_sequences primary key, the owner's dialogs partition.
+const STATE_HEAD: &str = "SELECT COALESCE((SELECT pts FROM user_sequences WHERE user_id = $1), 0) AS head_pts, \
+     COALESCE((SELECT sum(unread_count) FROM dialogs WHERE user_id = $1), 0)::bigint AS head_unread";
+
+/// The statements of the hot reads, public so that the bench's pgbench baseline
+/// (bench/src/readsql.rs) runs exactly the text the server runs.
+pub mod statements {
+    use super::{HISTORY_HEAD, STATE_HEAD};
+    use crate::postgres::rows::{box_columns_as, BOX_COLUMNS, DIALOG_COLUMNS, LOG_COLUMNS};
+
+    /// `$1` viewer, `$2` the ids (bigint[]).
+    pub const USERS_SEEN_BY: &str =
+        "SELECT u.id, u.phone AS user_phone, u.first_name AS user_first_name, u.last_name AS user_last_name, \
+           c.contact_user_id, c.first_name, c.last_name, c.phone, c.imported, c.date, \
+           EXISTS (SELECT 1 FROM contacts r WHERE r.owner_user_id = u.id AND r.contact_user_id = $1) AS has_viewer \
+         FROM users u LEFT JOIN contacts c ON c.owner_user_id = $1 AND c.contact_user_id = u.id \
+         WHERE u.id = ANY($2)";
+
+    /// `$1` owner, `$2` peer, `$3` below this box id, `$4` above this one, `$5` skip, `$6` limit.
+    pub fn history_page() -> String {
+        format!(
+            "SELECT h.peer_exists, h.total, b.* FROM ({HISTORY_HEAD}) h \
+             LEFT JOIN LATERAL (SELECT {BOX_COLUMNS} FROM message_boxes \
+               WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND box_id < $3 AND box_id > $4 \
+               ORDER BY box_id DESC OFFSET $5 LIMIT $6) b ON h.peer_exists"
+        )
+    }
+
+    /// `$1` owner, `$2` after this pts, `$3` limit.
+    pub fn difference() -> String {
+        format!(
+            "SELECT h.head_pts, h.head_unread, e.* FROM ({STATE_HEAD}) h \
+             LEFT JOIN LATERAL (SELECT {LOG_COLUMNS} FROM user_update_events \
+               WHERE user_id = $1 AND pts > $2 ORDER BY pts LIMIT $3) e ON h.head_pts > $2"
+        )
+    }
+
+    /// `$1` owner, `$2` folder, `$3` limit, `$4` room for the pins, `$5`..`$7` the cursor (used
+    /// only when `cursor`).
+    pub fn dialog_list(cursor: bool) -> String {
+        const ORDER: &str = "top_message_date DESC, top_message DESC, peer_user_id DESC";
+        let after = if cursor {
+            "AND (top_message_date, top_message, peer_user_id) < ($5, $6, $7)"
+        } else {
+            // The same placeholders, unused, so one statement text serves both.
+            "AND ($5::int, $6::int, $7::bigint) IS NOT NULL"
+        };
+        let tops = box_columns_as("m", "top_");
+        format!(
+            "WITH pins AS ( \
+               SELECT {DIALOG_COLUMNS}, row_number() OVER (ORDER BY pinned_order, peer_user_id) AS ord FROM dialogs \
+               WHERE user_id = $1 AND folder_id = $2 AND pinned_order IS NOT NULL), \
+             page AS ( \
+               SELECT {DIALOG_COLUMNS}, row_number() OVER (ORDER BY {ORDER}) AS ord FROM dialogs \
+               WHERE user_id = $1 AND folder_id = $2 {after} ORDER BY {ORDER} \
+               LIMIT $3 + CASE WHEN $4 THEN (SELECT count(*) FROM pins) ELSE 0 END), \
+             listed AS (SELECT 0 AS part, * FROM pins UNION ALL SELECT 1 AS part, * FROM page) \
+             SELECT (SELECT count(*) FROM dialogs WHERE user_id = $1 AND folder_id = $2) AS total, l.*, {tops} \
+             FROM (SELECT 1) AS one LEFT JOIN listed l ON true \
+             LEFT JOIN message_boxes m ON m.owner_user_id = $1 AND m.box_id = l.top_message AND NOT m.deleted \
+             ORDER BY l.part, l.ord"
+        )
+    }
+
+    /// `$1` owner, `$2` box ids (int[]).
+    pub fn messages_by_ids() -> String {
+        crate::postgres::queries::messages_by_ids_sql()
+    }
+}
+
+fn account_state_of(row: &sqlx::postgres::PgRow) -> Result<AccountState, StoreError> {
+    Ok(AccountState {
+        pts: rows::pts(get(row, "head_pts")?)?,
+        unread_total: get(row, "head_unread")?,
+    })
+}
+
 #[async_trait]
 impl Store for PgStore {
     async fn begin(&self) -> Result<Box<dyn WriteTx>, StoreError> {
@@ -102,10 +202,192 @@ impl Store for PgStore {
             "SELECT {USER_COLUMNS} FROM users WHERE id = ANY($1)"
         ))
         .bind(&raw)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         rows.iter().map(user).collect()
+    }
+
+    // users primary key; the viewer's contacts by their primary key, who has the viewer by theirs.
+    async fn users_seen_by(
+        &self,
+        viewer: UserId,
+        ids: &[UserId],
+    ) -> Result<Vec<SeenUser>, StoreError> {
+        use crate::postgres::queries::contact;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
+        let rows = sqlx::query(statements::USERS_SEEN_BY)
+            .bind(viewer.get())
+            .bind(&raw)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_error)?;
+        rows.iter()
+            .map(|row| {
+                let contact = match get::<Option<i64>>(row, "contact_user_id")? {
+                    Some(_) => Some(contact(row)?),
+                    None => None,
+                };
+                Ok(SeenUser {
+                    record: UserRecord {
+                        id: rows::user_id(get(row, "id")?, "users.id")?,
+                        phone: get(row, "user_phone")?,
+                        first_name: get(row, "user_first_name")?,
+                        last_name: get(row, "user_last_name")?,
+                    },
+                    contact,
+                    has_viewer: get(row, "has_viewer")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn history_page(
+        &self,
+        owner: UserId,
+        peer: UserId,
+        w: &HistoryWindow,
+    ) -> Result<HistoryPage, StoreError> {
+        if w.offset_date != 0 || (w.offset_id > 0 && w.newer_count() > 0) {
+            // A page around a date or reaching above its anchor: the head, then the page.
+            let (peer_exists, count): (bool, i64) = sqlx::query_as(HISTORY_HEAD)
+                .bind(owner.get())
+                .bind(peer.get())
+                .fetch_one(&self.read)
+                .await
+                .map_err(db_error)?;
+            let messages = if peer_exists {
+                self.history(owner, peer, w).await?
+            } else {
+                Vec::new()
+            };
+            return Ok(HistoryPage {
+                peer_exists,
+                count,
+                messages,
+            });
+        }
+        // The usual page (the newest, or older than an id): head and page in one statement,
+        // message_boxes_history as in `history`.
+        let b = Bounds::new((w.offset_id > 0).then(|| i64::from(w.offset_id)), w);
+        let rows = sqlx::query(&statements::history_page())
+            .bind(owner.get())
+            .bind(peer.get())
+            .bind(b.older_below())
+            .bind(b.min_exclusive)
+            .bind(i64::from(w.older_skip()))
+            .bind(i64::from(w.older_count()))
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_error)?;
+        let Some(first) = rows.first() else {
+            return Err(StoreError::Bug("history head answered no row".into()));
+        };
+        let mut messages = Vec::with_capacity(rows.len());
+        for row in &rows {
+            if get::<Option<i32>>(row, "box_id")?.is_some() {
+                messages.push(owner_message(row)?);
+            }
+        }
+        Ok(HistoryPage {
+            peer_exists: get(first, "peer_exists")?,
+            count: get(first, "total")?,
+            messages,
+        })
+    }
+
+    async fn account_state(&self, owner: UserId) -> Result<AccountState, StoreError> {
+        let row = sqlx::query(STATE_HEAD)
+            .bind(owner.get())
+            .fetch_one(&self.read)
+            .await
+            .map_err(db_error)?;
+        account_state_of(&row)
+    }
+
+    // The state, then the log's primary key (user_id, pts), in one statement.
+    async fn difference(
+        &self,
+        owner: UserId,
+        after: Pts,
+        limit: i64,
+    ) -> Result<(AccountState, Vec<LogEntry>), StoreError> {
+        let rows = sqlx::query(&statements::difference())
+            .bind(owner.get())
+            .bind(after.get())
+            .bind(limit.max(0))
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_error)?;
+        let Some(first) = rows.first() else {
+            return Err(StoreError::Bug("state head answered no row".into()));
+        };
+        let state = account_state_of(first)?;
+        let mut entries = Vec::with_capacity(rows.len());
+        for row in &rows {
+            if get::<Option<i32>>(row, "pts")?.is_some() {
+                entries.push(log_entry(row)?);
+            }
+        }
+        Ok((state, entries))
+    }
+
+    // dialogs_pinned for the pins, dialogs_order for the page, the dialogs partition for the count,
+    // message_boxes' primary key for each top message: one statement.
+    async fn dialog_list(
+        &self,
+        owner: UserId,
+        folder_id: i16,
+        cursor: Option<DialogCursor>,
+        limit: i32,
+        extra_for_pins: bool,
+    ) -> Result<DialogList, StoreError> {
+        let c = cursor.unwrap_or(DialogCursor {
+            top_message_date: 0,
+            top_message: 0,
+            peer_id: 0,
+        });
+        let rows = sqlx::query(&statements::dialog_list(cursor.is_some()))
+            .bind(owner.get())
+            .bind(folder_id)
+            .bind(i64::from(limit.max(0)))
+            .bind(extra_for_pins)
+            .bind(c.top_message_date)
+            .bind(c.top_message)
+            .bind(c.peer_id)
+            .fetch_all(&self.read)
+            .await
+            .map_err(db_error)?;
+        let mut list = DialogList {
+            pinned: Vec::new(),
+            page: Vec::new(),
+            count: 0,
+            top_messages: Vec::new(),
+        };
+        for row in &rows {
+            list.count = get(row, "total")?;
+            let Some(part) = get::<Option<i32>>(row, "part")? else {
+                continue;
+            };
+            let d = dialog(row)?;
+            if get::<Option<i32>>(row, "top_box_id")?.is_some()
+                && !list
+                    .top_messages
+                    .iter()
+                    .any(|m| m.id.get() == d.top_message)
+            {
+                list.top_messages.push(owner_message_at(row, "top_")?);
+            }
+            if part == 0 {
+                list.pinned.push(d);
+            } else {
+                list.page.push(d);
+            }
+        }
+        Ok(list)
     }
 
     async fn user_by_phone(&self, phone: &str) -> Result<Option<UserRecord>, StoreError> {
@@ -113,7 +395,7 @@ impl Store for PgStore {
             "SELECT {USER_COLUMNS} FROM users WHERE phone = $1"
         ))
         .bind(phone)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.read)
         .await
         .map_err(db_error)?;
         row.as_ref().map(user).transpose()
@@ -136,7 +418,7 @@ impl Store for PgStore {
             .bind(owner.get())
             .bind(folder_id)
             .bind(limit)
-            .fetch_all(&self.pool)
+            .fetch_all(&self.read)
             .await
             .map_err(db_error)?,
             Some(c) => sqlx::query(&format!(
@@ -150,7 +432,7 @@ impl Store for PgStore {
             .bind(c.top_message)
             .bind(c.peer_id)
             .bind(limit)
-            .fetch_all(&self.pool)
+            .fetch_all(&self.read)
             .await
             .map_err(db_error)?,
         };
@@ -161,7 +443,7 @@ impl Store for PgStore {
         sqlx::query_scalar("SELECT count(*) FROM dialogs WHERE user_id = $1 AND folder_id = $2")
             .bind(owner.get())
             .bind(folder_id)
-            .fetch_one(&self.pool)
+            .fetch_one(&self.read)
             .await
             .map_err(db_error)
     }
@@ -178,7 +460,7 @@ impl Store for PgStore {
         )
         .bind(owner.get())
         .bind(folder_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)
     }
@@ -198,7 +480,7 @@ impl Store for PgStore {
         ))
         .bind(owner.get())
         .bind(&raw)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         let mut found: HashMap<UserId, DialogRecord> = HashMap::with_capacity(rows.len());
@@ -238,7 +520,7 @@ impl Store for PgStore {
             .bind(b.max_exclusive)
             .bind(b.min_exclusive)
             .bind(i64::from(w.newer_count()))
-            .fetch_all(&self.pool)
+            .fetch_all(&self.read)
             .await
             .map_err(db_error)?;
             page = to_messages(&rows)?;
@@ -257,7 +539,7 @@ impl Store for PgStore {
             .bind(b.min_exclusive)
             .bind(i64::from(w.older_skip()))
             .bind(i64::from(w.older_count()))
-            .fetch_all(&self.pool)
+            .fetch_all(&self.read)
             .await
             .map_err(db_error)?;
             page.extend(to_messages(&rows)?);
@@ -271,7 +553,7 @@ impl Store for PgStore {
         )
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_one(&self.pool)
+        .fetch_one(&self.read)
         .await
         .map_err(db_error)
     }
@@ -337,7 +619,7 @@ impl Store for PgStore {
             .bind(b.max_exclusive)
             .bind(b.min_exclusive)
             .bind(i64::from(w.newer_count()))
-            .fetch_all(&self.pool)
+            .fetch_all(&self.read)
             .await
             .map_err(db_error)?;
             page = to_messages(&rows)?;
@@ -360,7 +642,7 @@ impl Store for PgStore {
             .bind(w.offset_date)
             .bind(i64::from(w.older_skip()))
             .bind(i64::from(w.older_count()))
-            .fetch_all(&self.pool)
+            .fetch_all(&self.read)
             .await
             .map_err(db_error)?;
             page.extend(to_messages(&rows)?);
@@ -374,7 +656,7 @@ impl Store for PgStore {
         .bind(from_raw)
         .bind(filter.min_date)
         .bind(filter.max_date)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.read)
         .await
         .map_err(db_error)?;
         Ok((page, count))
@@ -384,7 +666,7 @@ impl Store for PgStore {
         let raw: Option<i32> =
             sqlx::query_scalar("SELECT pts FROM user_sequences WHERE user_id = $1")
                 .bind(owner.get())
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.read)
                 .await
                 .map_err(db_error)?;
         raw.map_or(Ok(Pts::ZERO), rows::pts)
@@ -395,7 +677,7 @@ impl Store for PgStore {
             "SELECT COALESCE(sum(unread_count), 0)::bigint FROM dialogs WHERE user_id = $1",
         )
         .bind(owner.get())
-        .fetch_one(&self.pool)
+        .fetch_one(&self.read)
         .await
         .map_err(db_error)
     }
@@ -413,7 +695,7 @@ impl Store for PgStore {
         .bind(owner.get())
         .bind(after.get())
         .bind(limit.max(0))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         rows.iter().map(log_entry).collect()
@@ -434,7 +716,7 @@ impl Store for PgStore {
         .bind(owner.get())
         .bind(peer.get())
         .bind(msg_id.get())
-        .fetch_one(&self.pool)
+        .fetch_one(&self.read)
         .await
         .map_err(db_error)
     }
@@ -453,13 +735,13 @@ impl Store for PgStore {
         .bind(owner.get())
         .bind(i64::from(offset.max(0)))
         .bind(i64::from(limit.max(0)))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         let count: i64 =
             sqlx::query_scalar("SELECT count(*) FROM contact_blocks WHERE owner_user_id = $1")
                 .bind(owner.get())
-                .fetch_one(&self.pool)
+                .fetch_one(&self.read)
                 .await
                 .map_err(db_error)?;
         let records = rows
@@ -486,7 +768,7 @@ impl Store for PgStore {
         ))
         .bind(owner.get())
         .bind(folder_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         rows.iter().map(dialog).collect()
@@ -499,7 +781,7 @@ impl Store for PgStore {
              ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC"
         ))
         .bind(owner.get())
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         rows.iter().map(dialog).collect()
@@ -512,7 +794,7 @@ impl Store for PgStore {
              ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC",
         )
         .bind(owner.get())
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         raw.into_iter()
@@ -524,7 +806,7 @@ impl Store for PgStore {
         &self,
         owner: UserId,
     ) -> Result<application::ports::FilterSet, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let mut conn = self.read.acquire().await.map_err(db_error)?;
         crate::postgres::queries::dialog_filters(&mut conn, owner).await
     }
 
@@ -537,7 +819,7 @@ impl Store for PgStore {
             "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 ORDER BY contact_user_id"
         ))
         .bind(owner.get())
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         rows.iter().map(contact).collect()
@@ -559,7 +841,7 @@ impl Store for PgStore {
         ))
         .bind(viewer.get())
         .bind(&raw)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         let mine = rows.iter().map(contact).collect::<Result<Vec<_>, _>>()?;
@@ -568,7 +850,7 @@ impl Store for PgStore {
         )
         .bind(viewer.get())
         .bind(&raw)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.read)
         .await
         .map_err(db_error)?;
         let theirs = theirs

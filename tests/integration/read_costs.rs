@@ -1,0 +1,282 @@
+//! Issue 16's read costs: getHistory's count comes from the dialogs read model (kept right through
+//! sends, deletions, clears and rebuilds), and the token → caller cache of each instance stops a
+//! logged-out device at once on every instance (docs/performance.md, "Reads").
+
+use std::time::{Duration, Instant};
+
+use projections::{Projection, RebuildControl};
+use ptslog_tests::{self_peer, test_config, Device, TestServer};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+/// The count getHistory answers for the chat with `peer` (the page is kept small so that any chat
+/// of more than one message answers `messages.messagesSlice` with its count).
+async fn history_count(d: &Device, peer: &Value) -> i64 {
+    let r = d
+        .rpc("messages.getHistory", json!({"peer": peer, "limit": 1}))
+        .await;
+    match r["_"].as_str() {
+        Some("messages.messagesSlice") => r["count"].as_i64().expect("count"),
+        Some("messages.messages") => r["messages"].as_array().expect("messages").len() as i64,
+        other => panic!("unexpected answer {other:?}: {r}"),
+    }
+}
+
+/// Every dialog's message_count equals the count of its visible boxes.
+async fn counts_match_boxes(pool: &PgPool) {
+    let wrong: Vec<(i64, i64, i32, i64)> = sqlx::query_as(
+        "SELECT d.user_id, d.peer_user_id, d.message_count, \
+                (SELECT count(*) FROM message_boxes m WHERE m.owner_user_id = d.user_id \
+                   AND m.peer_user_id = d.peer_user_id AND NOT m.deleted) AS boxes \
+         FROM dialogs d",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("counts");
+    let wrong: Vec<_> = wrong
+        .into_iter()
+        .filter(|(_, _, kept, boxes)| i64::from(*kept) != *boxes)
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "message_count differs from the boxes: {wrong:?}"
+    );
+}
+
+fn box_ids(updates: &Value) -> i64 {
+    updates["id"].as_i64().expect("id")
+}
+
+#[tokio::test]
+async fn history_counts_follow_sends_deletions_clears_and_rebuilds() {
+    let s = TestServer::start().await;
+    let alice = s.login("+15557160001", "Alice").await;
+    let bob = s.login("+15557160002", "Bob").await;
+    let to_bob = alice.peer_of("+15557160002").await;
+    let to_alice = bob.peer_of("+15557160001").await;
+
+    let mut mine = Vec::new();
+    for i in 0..5 {
+        mine.push(box_ids(&alice.send(&to_bob, &format!("a{i}")).await));
+    }
+    for i in 0..3 {
+        bob.send(&to_alice, &format!("b{i}")).await;
+    }
+    assert_eq!(history_count(&alice, &to_bob).await, 8);
+    assert_eq!(history_count(&bob, &to_alice).await, 8);
+    alice.send(&self_peer(), "note 1").await;
+    alice.send(&self_peer(), "note 2").await;
+    assert_eq!(history_count(&alice, &self_peer()).await, 2);
+    counts_match_boxes(&s.pool).await;
+
+    // For herself only: her count drops, his stays.
+    alice
+        .rpc(
+            "messages.deleteMessages",
+            json!({"id": [mine[0], mine[1]], "revoke": false}),
+        )
+        .await;
+    assert_eq!(history_count(&alice, &to_bob).await, 6);
+    assert_eq!(history_count(&bob, &to_alice).await, 8);
+    // For both; then once more (nothing left to delete): no double count.
+    alice
+        .rpc(
+            "messages.deleteMessages",
+            json!({"id": [mine[2]], "revoke": true}),
+        )
+        .await;
+    alice
+        .rpc(
+            "messages.deleteMessages",
+            json!({"id": [mine[0], mine[2]], "revoke": true}),
+        )
+        .await;
+    assert_eq!(history_count(&alice, &to_bob).await, 5);
+    assert_eq!(history_count(&bob, &to_alice).await, 7);
+    counts_match_boxes(&s.pool).await;
+
+    // Cleared for herself (the dialog stays): nothing left; a new message counts from there.
+    alice
+        .rpc(
+            "messages.deleteHistory",
+            json!({"peer": to_bob, "just_clear": true, "max_id": 0}),
+        )
+        .await;
+    assert_eq!(history_count(&alice, &to_bob).await, 0);
+    assert_eq!(history_count(&bob, &to_alice).await, 7);
+    bob.send(&to_alice, "after the clear").await;
+    bob.send(&to_alice, "and another").await;
+    assert_eq!(history_count(&alice, &to_bob).await, 2);
+    // Removed altogether for both: the dialog goes, and comes back with the next message.
+    bob.rpc(
+        "messages.deleteHistory",
+        json!({"peer": to_alice, "revoke": true, "max_id": 0}),
+    )
+    .await;
+    assert_eq!(history_count(&bob, &to_alice).await, 0);
+    assert_eq!(history_count(&alice, &to_bob).await, 0);
+    alice.send(&to_bob, "again").await;
+    assert_eq!(history_count(&alice, &to_bob).await, 1);
+    assert_eq!(history_count(&bob, &to_alice).await, 1);
+    counts_match_boxes(&s.pool).await;
+
+    // A rebuild from the log writes the same counts, and verify finds nothing to say.
+    let before: Vec<(i64, i64, i32)> =
+        sqlx::query_as("SELECT user_id, peer_user_id, message_count FROM dialogs ORDER BY 1, 2")
+            .fetch_all(&s.pool)
+            .await
+            .unwrap();
+    sqlx::query("UPDATE dialogs SET message_count = message_count + 40")
+        .execute(&s.pool)
+        .await
+        .unwrap();
+    projections::rebuild_online(
+        &s.pool,
+        &[Projection::Dialogs],
+        &RebuildControl::default(),
+        &mut |_| {},
+    )
+    .await
+    .expect("rebuild");
+    let after: Vec<(i64, i64, i32)> =
+        sqlx::query_as("SELECT user_id, peer_user_id, message_count FROM dialogs ORDER BY 1, 2")
+            .fetch_all(&s.pool)
+            .await
+            .unwrap();
+    assert_eq!(before, after);
+    let report = projections::verify(&s.pool).await.expect("verify");
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(history_count(&alice, &self_peer()).await, 2);
+    s.stop().await;
+}
+
+/// The account's other instance: the same database, its own process state (App, token cache,
+/// revocation listener).
+async fn second_instance(s: &TestServer) -> ptslog_server::Running {
+    ptslog_server::start(&test_config(&s.db))
+        .await
+        .expect("second instance")
+}
+
+fn on(d: &Device, base: &str) -> Device {
+    Device {
+        base: base.to_string(),
+        ..d.clone()
+    }
+}
+
+/// `POST <path>` of the JSON API's session endpoints with the device's token; the status.
+async fn post(d: &Device, path: &str) -> u16 {
+    d.http
+        .post(format!("{}{path}", d.base))
+        .bearer_auth(&d.token)
+        .send()
+        .await
+        .expect("request")
+        .status()
+        .as_u16()
+}
+
+/// Refused within the delivery of a notification (a change made behind the application's back).
+async fn refused_soon(d: &Device) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let (status, body) = d.call("updates.getState", json!({})).await;
+        if status == 401 {
+            assert_eq!(body["error_message"], "AUTH_KEY_UNREGISTERED");
+            return;
+        }
+        assert!(Instant::now() < deadline, "still accepted: {body}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn refused(d: &Device) {
+    let (status, e) = d.rpc_err("updates.getState", json!({})).await;
+    assert_eq!((status, e.as_str()), (401, "AUTH_KEY_UNREGISTERED"));
+}
+
+#[tokio::test]
+async fn a_logged_out_device_stops_at_once_on_every_instance() {
+    let s = TestServer::start().await;
+    let b = second_instance(&s).await;
+    let base_b = format!("http://{}", b.addr);
+    let cache_b = b.app.caller_cache();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cache_b.is_live() {
+        assert!(
+            Instant::now() < deadline,
+            "the revocation listener never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    for round in 0..5 {
+        let phone = format!("+1555716100{round}");
+        let one_a = s.login(&phone, "Multi").await;
+        let two_a = s.login(&phone, "Multi").await;
+        let three_a = s.login(&phone, "Multi").await;
+        let (one_b, two_b, three_b) = (
+            on(&one_a, &base_b),
+            on(&two_a, &base_b),
+            on(&three_a, &base_b),
+        );
+        // Every token is cached on both instances.
+        for d in [&one_a, &two_a, &three_a, &one_b, &two_b, &three_b] {
+            d.state().await;
+            d.state().await;
+        }
+        assert!(!cache_b.is_empty());
+
+        // Logged out through A: refused by A and, at once, by B.
+        assert_eq!(post(&one_a, "/v1/auth/logout").await, 200);
+        refused(&one_b).await;
+        refused(&one_a).await;
+        two_b.state().await;
+
+        // Every other device ended through B: refused at once by A.
+        assert_eq!(post(&two_b, "/v1/auth/resetAuthorizations").await, 200);
+        refused(&three_a).await;
+        refused(&three_b).await;
+        two_a.state().await;
+
+        // Ended by hand (an operator's SQL, no ending waiting for the caches): refused by both
+        // as the trigger's notification arrives.
+        sqlx::query("DELETE FROM authorizations WHERE user_id = $1")
+            .bind(two_a.user_id)
+            .execute(&s.pool)
+            .await
+            .unwrap();
+        refused_soon(&two_b).await;
+        refused_soon(&two_a).await;
+    }
+
+    // The listener's connection lost: the cache empties and stops serving (calls still work,
+    // from the database), then serves again once it listens again.
+    let killed: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND application_name = 'ptslog_revocations'",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert!(killed.len() >= 2, "both instances listen: {killed:?}");
+    let device = on(&s.login("+15557161099", "Late").await, &base_b);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut saw_off = false;
+    loop {
+        device.state().await;
+        saw_off |= !cache_b.is_live();
+        if saw_off && cache_b.is_live() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cache never came back (off seen: {saw_off})"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    device.state().await;
+    b.shutdown().await;
+    s.stop().await;
+}
