@@ -211,7 +211,7 @@ mod tests {
         for name in [
             "messages.sendMessag",
             "",
-            "upload.saveFilePart",
+            "upload.getCdnFile",
             "users.getFullUser ",
         ] {
             assert!(!serves(name));
