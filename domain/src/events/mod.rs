@@ -363,6 +363,7 @@ mod tests {
             UserEvent::ContactsReset(ContactsReset {}),
             UserEvent::ProfilePhotoChanged(ProfilePhotoChanged {
                 photo: None,
+                removed: vec![crate::media::MediaId::new(9).unwrap()],
                 date: 4,
             }),
             UserEvent::NotifySettings(NotifySettings {

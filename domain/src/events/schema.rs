@@ -220,7 +220,7 @@ mod tests {
                 json!({"photo": {"id": 19, "access_hash": 6, "date": 1764489600,
                     "sizes": [{"kind": "a", "w": 160, "h": 160, "size": 5000,
                         "blob": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}],
-                    "stripped": "0128"}, "date": 1764489600}),
+                    "stripped": "0128"}, "removed": [17], "date": 1764489600}),
             ),
         ]
     }
