@@ -63,12 +63,21 @@ async fn profile_photo_changes_fold_into_the_read_model_and_reach_get_difference
         .await
         .expect("rebuild");
     assert_eq!(rows(&s, alice.user_id).await, vec![(101, revert)]);
-    assert_eq!(rows(&s, bob.user_id).await.len(), 1, "each owner's own rows");
+    assert_eq!(
+        rows(&s, bob.user_id).await.len(),
+        1,
+        "each owner's own rows"
+    );
     let report = projections::verify(&s.pool).await.expect("verify");
     assert!(report.is_clean(), "{report:?}");
 
     // Deleting the last one leaves none.
-    append_change(&s, alice.user_id, json!({"photo": null, "removed": [101], "date": 5})).await;
+    append_change(
+        &s,
+        alice.user_id,
+        json!({"photo": null, "removed": [101], "date": 5}),
+    )
+    .await;
     projections::rebuild::rebuild_all(&s.pool)
         .await
         .expect("rebuild");
