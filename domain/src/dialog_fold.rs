@@ -160,7 +160,8 @@ impl DialogFold {
             | UserEvent::ContactDeleted(_)
             | UserEvent::ContactsReset(_)
             | UserEvent::PeerSettings(_)
-            | UserEvent::NotifySettings(_) => {}
+            | UserEvent::NotifySettings(_)
+            | UserEvent::ProfilePhotoChanged(_) => {}
         }
     }
 

@@ -128,7 +128,8 @@ pub async fn apply(
         | UserEvent::ContactDeleted(_)
         | UserEvent::ContactsReset(_)
         | UserEvent::PeerSettings(_)
-        | UserEvent::NotifySettings(_) => Ok(()),
+        | UserEvent::NotifySettings(_)
+        | UserEvent::ProfilePhotoChanged(_) => Ok(()),
     }
 }
 

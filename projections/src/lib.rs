@@ -16,6 +16,7 @@ pub mod message_boxes;
 pub mod notify_settings;
 pub mod online;
 pub mod peer_settings;
+pub mod profile_photos;
 pub mod rebuild;
 pub mod repair;
 mod shadow;
@@ -45,11 +46,12 @@ pub enum Projection {
     Contacts,
     PeerSettings,
     NotifySettings,
+    ProfilePhotos,
 }
 
 impl Projection {
     /// Every projection, in dependency order (a projection may read only those before it).
-    pub const ALL: [Projection; 8] = [
+    pub const ALL: [Projection; 9] = [
         Projection::MessageBoxes,
         Projection::Dialogs,
         Projection::ContactBlocks,
@@ -58,6 +60,7 @@ impl Projection {
         Projection::Contacts,
         Projection::PeerSettings,
         Projection::NotifySettings,
+        Projection::ProfilePhotos,
     ];
 
     /// The projection's name, which is also its table's name.
@@ -71,6 +74,7 @@ impl Projection {
             Projection::Contacts => contacts::NAME,
             Projection::PeerSettings => peer_settings::NAME,
             Projection::NotifySettings => notify_settings::NAME,
+            Projection::ProfilePhotos => profile_photos::NAME,
         }
     }
 
@@ -84,6 +88,7 @@ impl Projection {
             Projection::Contacts => contacts::VERSION,
             Projection::PeerSettings => peer_settings::VERSION,
             Projection::NotifySettings => notify_settings::VERSION,
+            Projection::ProfilePhotos => profile_photos::VERSION,
         }
     }
 
@@ -120,6 +125,7 @@ impl Projection {
             Projection::Contacts => ["owner_user_id", "contact_user_id"],
             Projection::PeerSettings => ["owner_user_id", "peer_user_id"],
             Projection::NotifySettings => ["owner_user_id", "peer_user_id"],
+            Projection::ProfilePhotos => ["owner_user_id", "photo_id"],
         }
     }
 
@@ -142,6 +148,7 @@ impl Projection {
             Projection::Contacts => contacts::apply(conn, owner, pts, event).await,
             Projection::PeerSettings => peer_settings::apply(conn, owner, pts, event).await,
             Projection::NotifySettings => notify_settings::apply(conn, owner, pts, event).await,
+            Projection::ProfilePhotos => profile_photos::apply(conn, owner, pts, event).await,
         }
     }
 }

@@ -19,6 +19,7 @@ mod ops_listener;
 mod organization_push;
 mod payload_properties;
 mod postgres_tls;
+mod profile_photos;
 mod projections_online;
 mod push;
 mod push_auth;

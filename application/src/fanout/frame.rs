@@ -12,7 +12,7 @@ use crate::tl::{update_for_event, users_of_event, Update, Updates, User};
 
 /// Users the frame of this event must carry (the owner sees them with its own access hashes).
 pub fn frame_users(stored: &StoredEvent) -> Vec<UserId> {
-    let mut ids = users_of_event(&stored.event);
+    let mut ids = users_of_event(stored.user_id, &stored.event);
     ids.sort_unstable();
     ids.dedup();
     ids

@@ -69,7 +69,7 @@ impl App {
         let mut other_updates = Vec::new();
         let mut mentioned: Vec<UserId> = Vec::new();
         for stored in &events {
-            mentioned.extend(users_of_event(&stored.event));
+            mentioned.extend(users_of_event(owner, &stored.event));
             match &stored.event {
                 UserEvent::NewMessage(e) => {
                     new_messages.push(Message::render(&e.message, self.file_refs()))

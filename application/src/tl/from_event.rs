@@ -112,11 +112,15 @@ pub fn update_for_event(stored: &StoredEvent, keys: &AccessHashKey) -> Update {
             },
             notify_settings: PeerNotifySettings::from(&e.settings),
         },
+        // The user whose photo changed is the owner; the answer's users carry the new photo.
+        UserEvent::ProfilePhotoChanged(_) => Update::User {
+            user_id: stored.user_id.get(),
+        },
     }
 }
 
-/// Users an event mentions, so an answer can carry their `user` objects.
-pub fn users_of_event(event: &UserEvent) -> Vec<UserId> {
+/// Users an event of `owner`'s log mentions, so an answer can carry their `user` objects.
+pub fn users_of_event(owner: UserId, event: &UserEvent) -> Vec<UserId> {
     match event {
         UserEvent::NewMessage(e) => super::message::users_of_message(&e.message),
         UserEvent::EditMessage(e) => super::message::users_of_message(&e.message),
@@ -147,5 +151,7 @@ pub fn users_of_event(event: &UserEvent) -> Vec<UserId> {
         | UserEvent::DialogFilterOrder(_)
         | UserEvent::DialogFilterTags(_)
         | UserEvent::ContactsReset(_) => Vec::new(),
+        // The owner: its `user` (self) with the new photo.
+        UserEvent::ProfilePhotoChanged(_) => vec![owner],
     }
 }

@@ -94,6 +94,10 @@ pub enum Update {
     DialogFilters {},
     #[serde(rename = "updatePeerSettings")]
     PeerSettings { peer: Peer, settings: PeerSettings },
+    /// Something shown of a user changed (its profile photo): the client reads it again from the
+    /// answer's users. No pts.
+    #[serde(rename = "updateUser")]
+    User { user_id: i64 },
     #[serde(rename = "updateContactsReset")]
     ContactsReset {},
     #[serde(rename = "updateNotifySettings")]
@@ -125,7 +129,8 @@ impl Update {
             | Update::DialogFilters {}
             | Update::PeerSettings { .. }
             | Update::ContactsReset {}
-            | Update::NotifySettings { .. } => false,
+            | Update::NotifySettings { .. }
+            | Update::User { .. } => false,
         }
     }
 }

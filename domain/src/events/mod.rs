@@ -14,6 +14,7 @@ mod new_message;
 mod notify_settings;
 mod peer_blocked;
 mod pinned_dialogs;
+mod profile_photo_changed;
 mod read_history_inbox;
 mod read_history_outbox;
 mod read_message_contents;
@@ -33,6 +34,7 @@ pub use new_message::NewMessage;
 pub use notify_settings::{NotifySettings, PeerNotify};
 pub use peer_blocked::{PeerBlocked, PeerBlockedV1};
 pub use pinned_dialogs::PinnedDialogs;
+pub use profile_photo_changed::ProfilePhotoChanged;
 pub use read_history_inbox::ReadHistoryInbox;
 pub use read_history_outbox::ReadHistoryOutbox;
 pub use read_message_contents::ReadMessageContents;
@@ -82,6 +84,7 @@ pub enum UserEvent {
     ContactsReset(ContactsReset),
     PeerSettings(PeerSettings),
     NotifySettings(NotifySettings),
+    ProfilePhotoChanged(ProfilePhotoChanged),
 }
 
 /// What each event kind declares about itself.
@@ -136,6 +139,7 @@ impl UserEvent {
         ContactsReset::KIND,
         PeerSettings::KIND,
         NotifySettings::KIND,
+        ProfilePhotoChanged::KIND,
     ];
 
     /// The payload version written today of a kind, `None` for a kind this code does not know.
@@ -160,6 +164,7 @@ impl UserEvent {
             ContactsReset::KIND => ContactsReset::VERSION,
             PeerSettings::KIND => PeerSettings::VERSION,
             NotifySettings::KIND => NotifySettings::VERSION,
+            ProfilePhotoChanged::KIND => ProfilePhotoChanged::VERSION,
             _ => return None,
         })
     }
@@ -185,6 +190,7 @@ impl UserEvent {
             UserEvent::ContactsReset(_) => ContactsReset::KIND,
             UserEvent::PeerSettings(_) => PeerSettings::KIND,
             UserEvent::NotifySettings(_) => NotifySettings::KIND,
+            UserEvent::ProfilePhotoChanged(_) => ProfilePhotoChanged::KIND,
         }
     }
 
@@ -209,6 +215,7 @@ impl UserEvent {
             UserEvent::ContactsReset(_) => ContactsReset::VERSION,
             UserEvent::PeerSettings(_) => PeerSettings::VERSION,
             UserEvent::NotifySettings(_) => NotifySettings::VERSION,
+            UserEvent::ProfilePhotoChanged(_) => ProfilePhotoChanged::VERSION,
         }
     }
 
@@ -243,6 +250,7 @@ impl UserEvent {
             UserEvent::ContactsReset(e) => serde_json::to_value(e),
             UserEvent::PeerSettings(e) => serde_json::to_value(e),
             UserEvent::NotifySettings(e) => serde_json::to_value(e),
+            UserEvent::ProfilePhotoChanged(e) => serde_json::to_value(e),
         };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
         v.unwrap_or(serde_json::Value::Null)
@@ -299,6 +307,7 @@ impl UserEvent {
             ContactsReset::KIND => UserEvent::ContactsReset(read(version, payload)?),
             PeerSettings::KIND => UserEvent::PeerSettings(read(version, payload)?),
             NotifySettings::KIND => UserEvent::NotifySettings(read(version, payload)?),
+            ProfilePhotoChanged::KIND => UserEvent::ProfilePhotoChanged(read(version, payload)?),
             other => return Err(EventDecodeError::UnknownKind(other.into())),
         })
     }
@@ -352,6 +361,11 @@ mod tests {
                 }],
             }),
             UserEvent::ContactsReset(ContactsReset {}),
+            UserEvent::ProfilePhotoChanged(ProfilePhotoChanged {
+                photo: None,
+                removed: vec![crate::media::MediaId::new(9).unwrap()],
+                date: 4,
+            }),
             UserEvent::NotifySettings(NotifySettings {
                 peer_id: peer,
                 settings: PeerNotify {
@@ -376,7 +390,7 @@ mod tests {
             );
             assert_eq!(ev.pts_count(), 1);
         }
-        assert_eq!(UserEvent::KINDS.len(), 19);
+        assert_eq!(UserEvent::KINDS.len(), 20);
     }
 
     #[test]

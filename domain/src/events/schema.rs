@@ -96,6 +96,7 @@ pub fn payload_schemas() -> Vec<PayloadSchema> {
         current::<ContactsReset>(),
         current::<PeerSettings>(),
         current::<NotifySettings>(),
+        current::<ProfilePhotoChanged>(),
     ]
 }
 
@@ -213,6 +214,13 @@ mod tests {
                 "notify_settings",
                 json!({"peer_id": 2, "settings": {"show_previews": true, "silent": false,
                     "mute_until": 1764489600}}),
+            ),
+            (
+                "profile_photo_changed",
+                json!({"photo": {"id": 19, "access_hash": 6, "date": 1764489600,
+                    "sizes": [{"kind": "a", "w": 160, "h": 160, "size": 5000,
+                        "blob": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}],
+                    "stripped": "0128"}, "removed": [17], "date": 1764489600}),
             ),
         ]
     }
