@@ -39,11 +39,10 @@ use application::commands::{
 use application::queries::dialog_organization::{GetContacts, GetPeerSettings, GetPinnedDialogs};
 use application::queries::{
     get_blocked::GetBlocked, get_dialogs::GetDialogs, get_difference::GetDifference,
-    get_file::GetFile,
-    get_full_user::GetFullUser, get_history::GetHistory, get_messages::GetMessages,
-    get_notify_settings::GetNotifySettings, get_outbox_read_date::GetOutboxReadDate,
-    get_peer_dialogs::GetPeerDialogs, get_users::GetUsers, resolve_phone::ResolvePhone,
-    search::Search,
+    get_file::GetFile, get_full_user::GetFullUser, get_history::GetHistory,
+    get_messages::GetMessages, get_notify_settings::GetNotifySettings,
+    get_outbox_read_date::GetOutboxReadDate, get_peer_dialogs::GetPeerDialogs, get_users::GetUsers,
+    resolve_phone::ResolvePhone, search::Search,
 };
 use application::tl::{Bool, RpcError};
 use application::{App, Caller};
