@@ -11,6 +11,7 @@
 
 mod account_cap;
 mod keys;
+mod kurigram_media;
 mod layer152;
 mod limits;
 mod media;
