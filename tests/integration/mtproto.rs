@@ -10,6 +10,7 @@
 //! auth key (kept in Postgres) and server key (kept in the data folder).
 
 mod account_cap;
+mod gramjs_media;
 mod keys;
 mod kurigram_media;
 mod layer152;
