@@ -1,8 +1,12 @@
 //! The JSON API's file downloads (`GET /v1/files/photo|document/<id>`, docs/json-api.md) over
 //! real HTTP against a real server, Postgres and blob store: whole files byte for byte, `Range`
 //! at the boundaries (one byte, the last byte, across the 1 MiB read pieces, suffixes), `416`,
-//! and the access checks upload.getFile makes (a third account, a forged reference).
+//! and the access checks upload.getFile makes (a third account, a forged reference, one past its
+//! lifetime), on the file system and the S3 store.
 
+use domain::media::file_reference;
+use domain::media::limits::FILE_REFERENCE_LIFETIME_SECS;
+use domain::media::MediaId;
 use ptslog_tests::{Device, TestServer};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -12,6 +16,7 @@ use super::media::{
     sent_message, upload,
 };
 use super::send::three;
+use super::uploads::{server, Store};
 
 /// A download's answer: status, the headers that matter here, body.
 struct Got {
@@ -91,8 +96,18 @@ async fn put_upload(d: &Device, bytes: &[u8], name: &str) -> Value {
 }
 
 #[tokio::test]
-async fn a_document_downloads_whole_and_in_ranges_only_for_who_sees_it() {
-    let s = TestServer::start().await;
+async fn fs_a_document_downloads_whole_and_in_ranges_only_for_who_sees_it() {
+    a_document_downloads_whole_and_in_ranges_only_for_who_sees_it(Store::Fs).await;
+}
+
+/// The same through the S3 store: every piece a ranged `GET`.
+#[tokio::test]
+async fn s3_a_document_downloads_whole_and_in_ranges_only_for_who_sees_it() {
+    a_document_downloads_whole_and_in_ranges_only_for_who_sees_it(Store::S3).await;
+}
+
+async fn a_document_downloads_whole_and_in_ranges_only_for_who_sees_it(store: Store) {
+    let s = server(store, |_| {}).await;
     let (alice, bob, carol, to_bob, _) = three(&s).await;
     // Over two 1 MiB read pieces and not a multiple of anything.
     const MIB: usize = 1024 * 1024;
@@ -179,6 +194,23 @@ async fn a_document_downloads_whole_and_in_ranges_only_for_who_sees_it() {
         download(&bob, &document_location(&forged, "")).await,
         Err("FILE_REFERENCE_EXPIRED".into()),
         "the same answer as upload.getFile"
+    );
+    // A reference this server issued, at the end of its lifetime and past it.
+    let id = MediaId::new(theirs["id"].as_i64().unwrap()).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i32;
+    let issued = |at: i32| hex::encode(file_reference::issue(s.app.access_hash_key(), id, at));
+    let mut old = theirs.clone();
+    old["file_reference"] = json!(issued(now - FILE_REFERENCE_LIFETIME_SECS + 60));
+    let got = get(&bob, "document", &old, "", Some("bytes=0-0")).await;
+    assert_eq!(got.status, StatusCode::PARTIAL_CONTENT, "{}", got.error());
+    old["file_reference"] = json!(issued(now - FILE_REFERENCE_LIFETIME_SECS - 60));
+    let got = get(&bob, "document", &old, "", Some("bytes=0-0")).await;
+    assert_eq!(
+        (got.status, got.error()),
+        (StatusCode::BAD_REQUEST, "FILE_REFERENCE_EXPIRED".into())
     );
     let mut wrong_hash = theirs.clone();
     wrong_hash["access_hash"] = json!(theirs["access_hash"].as_i64().unwrap() ^ 1);
