@@ -13,6 +13,7 @@ mod forward;
 mod hostile_payloads;
 mod limits;
 mod media;
+mod media_downloads;
 mod media_model;
 mod mtproto;
 mod ops_listener;

@@ -47,18 +47,18 @@ pub(crate) async fn download(d: &Device, location: &Value) -> Result<Vec<u8>, St
     }
 }
 
-fn document_location(doc: &Value, thumb: &str) -> Value {
+pub(crate) fn document_location(doc: &Value, thumb: &str) -> Value {
     json!({"_": "inputDocumentFileLocation", "id": doc["id"], "access_hash": doc["access_hash"],
         "file_reference": doc["file_reference"], "thumb_size": thumb})
 }
 
-fn photo_location(photo: &Value, size: &str) -> Value {
+pub(crate) fn photo_location(photo: &Value, size: &str) -> Value {
     json!({"_": "inputPhotoFileLocation", "id": photo["id"], "access_hash": photo["access_hash"],
         "file_reference": photo["file_reference"], "thumb_size": size})
 }
 
 /// The message of an `updates` answer's updateNewMessage (the `n`th).
-fn sent_message(answer: &Value, n: usize) -> Value {
+pub(crate) fn sent_message(answer: &Value, n: usize) -> Value {
     answer["updates"]
         .as_array()
         .expect("updates")
@@ -69,7 +69,7 @@ fn sent_message(answer: &Value, n: usize) -> Value {
         .clone()
 }
 
-fn pseudo_random_bytes(n: usize) -> Vec<u8> {
+pub(crate) fn pseudo_random_bytes(n: usize) -> Vec<u8> {
     let mut x: u32 = 0x1234_5678;
     (0..n)
         .map(|_| {
@@ -93,7 +93,7 @@ pub(crate) fn jpeg(w: u32, h: u32) -> Vec<u8> {
     out.into_inner()
 }
 
-async fn send_media(d: &Device, peer: &Value, media: Value, caption: &str) -> Value {
+pub(crate) async fn send_media(d: &Device, peer: &Value, media: Value, caption: &str) -> Value {
     d.rpc(
         "messages.sendMedia",
         json!({"peer": peer, "media": media, "message": caption, "random_id": rid()}),

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 const KIB: usize = 1024;
 
 #[derive(Clone, Copy, Debug)]
-enum Store {
+pub(crate) enum Store {
     Fs,
     S3,
 }
@@ -39,7 +39,7 @@ fn use_store(config: &mut Config, store: Store) {
     }
 }
 
-async fn server(store: Store, adjust: impl FnOnce(&mut Config)) -> TestServer {
+pub(crate) async fn server(store: Store, adjust: impl FnOnce(&mut Config)) -> TestServer {
     TestServer::start_with(|c| {
         use_store(c, store);
         adjust(c);

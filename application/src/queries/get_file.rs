@@ -119,8 +119,13 @@ pub struct UploadFile {
 pub(crate) struct Located {
     pub key: domain::media::BlobKey,
     pub file_type: FileType,
+    /// The document's mime type; `image/jpeg` for photo sizes and thumbnails.
+    pub mime_type: String,
     pub mtime: i32,
 }
+
+/// What photo sizes and thumbnails are stored as.
+const JPEG: &str = "image/jpeg";
 
 fn photo_size(p: &Photo, thumb_size: &str) -> Result<Located, AppError> {
     let size = if thumb_size.is_empty() {
@@ -131,6 +136,7 @@ fn photo_size(p: &Photo, thumb_size: &str) -> Result<Located, AppError> {
     Ok(Located {
         key: size.blob,
         file_type: FileType::Jpeg,
+        mime_type: JPEG.to_string(),
         mtime: p.date,
     })
 }
@@ -140,6 +146,7 @@ fn document_part(d: &Document, thumb_size: &str) -> Result<Located, AppError> {
         return Ok(Located {
             key: d.blob,
             file_type: FileType::of_mime(&d.mime_type),
+            mime_type: d.mime_type.clone(),
             mtime: d.date,
         });
     }
@@ -147,19 +154,19 @@ fn document_part(d: &Document, thumb_size: &str) -> Result<Located, AppError> {
     Ok(Located {
         key: thumb.blob,
         file_type: FileType::Jpeg,
+        mime_type: JPEG.to_string(),
         mtime: d.date,
     })
 }
 
 impl App {
-    /// Resolves a location to the blob it names, for `caller` (docs/media.md, "Access").
+    /// Resolves a location to the blob it names, for `caller` (docs/media.md, "Access"); both
+    /// upload.getFile and the JSON API's `GET /v1/files/...` come through here.
     pub(crate) async fn locate(
         &self,
         caller: &Caller,
-        location: serde_json::Value,
+        location: InputFileLocation,
     ) -> Result<Located, AppError> {
-        let location: InputFileLocation =
-            serde_json::from_value(location).map_err(|_| DomainError::FileIdInvalid)?;
         match location {
             InputFileLocation::Photo {
                 id,
@@ -200,7 +207,9 @@ impl App {
 
     pub async fn get_file(&self, caller: &Caller, req: GetFile) -> Result<UploadFile, AppError> {
         // No CDN: the file always comes from this server, whatever cdn_supported says.
-        let located = self.locate(caller, req.location).await?;
+        let location: InputFileLocation =
+            serde_json::from_value(req.location).map_err(|_| DomainError::FileIdInvalid)?;
+        let located = self.locate(caller, location).await?;
         let bytes = self
             .read_file_part(&located.key, req.offset, req.limit, req.precise)
             .await?;

@@ -1,6 +1,7 @@
 //! Query handlers: reads of the projections and the log, scoped to the caller's own rows.
 
 pub mod dialog_organization;
+pub mod download_file;
 pub mod get_blocked;
 pub mod get_dialogs;
 pub mod get_difference;

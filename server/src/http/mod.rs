@@ -1,11 +1,13 @@
 //! The JSON RPC API (docs/json-api.md): `POST /v1/auth/sendCode`/`signIn`/`signUp` (and the
-//! development `POST /v1/auth/login`), `POST /v1/rpc/<method>`, `GET /healthz`,
+//! development `POST /v1/auth/login`), `POST /v1/rpc/<method>`, uploads
+//! `PUT /v1/upload/...` and downloads `GET /v1/files/...`, `GET /healthz`,
 //! the push WebSocket `GET /v1/updates`, the operations endpoints (`ops`) and, with an operator
 //! token, the admin endpoints (`admin`).
 
 pub mod admin;
 pub mod admin_projections;
 mod auth;
+mod downloads;
 mod login;
 pub mod ops;
 pub(crate) mod reply;
@@ -61,6 +63,7 @@ pub fn router(state: HttpState) -> Router {
         )
         .route("/v1/rpc/{method}", post(rpc::rpc))
         .route("/v1/upload/{file_id}/{part}", put(uploads::put_part))
+        .route("/v1/files/{kind}/{id}", get(downloads::get_file))
         .route("/v1/updates", get(updates::updates))
         .route("/v1/mtproto/public-key", get(mtproto_public_key))
         .with_state(state);
