@@ -83,6 +83,18 @@ impl ContactCache {
             .collect())
     }
 
+    /// `owner`'s link to `user` as a record of the change itself says it is (see
+    /// `Fanout::overlay_contact_change`): kept whatever a concurrent load read.
+    pub fn learn(&self, owner: UserId, user: UserId, link: ContactLink) {
+        let mut entries = self.lock();
+        if entries.links.len() >= MAX_ENTRIES {
+            entries.links.clear();
+        }
+        entries.links.insert((owner, user), link);
+        // A load that started before this must not overwrite it.
+        entries.generation += 1;
+    }
+
     /// `owner` changed its contact entry for `user`.
     pub fn forget(&self, owner: UserId, user: UserId) {
         let mut entries = self.lock();

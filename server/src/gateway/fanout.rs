@@ -8,9 +8,10 @@ use std::sync::Arc;
 use application::fanout::{
     frame_users, push_frame, Delivery, FrameUser, Hub, LogRecord, RecordHandler,
 };
+use application::ports::ContactRecord;
 use async_trait::async_trait;
 use domain::access_hash::AccessHashKey;
-use domain::events::{ContactDeleted, ContactSaved, EventKind};
+use domain::events::{ContactDeleted, ContactSaved, EventKind, UserEvent};
 use domain::UserId;
 
 use super::contact_cache::ContactCache;
@@ -49,7 +50,10 @@ impl Fanout {
             }
         };
         let users = match self.frame_users(user_id, &frame_users(&stored)).await {
-            Ok(users) => users,
+            Ok(mut users) => {
+                self.overlay_contact_change(user_id, &stored.event, &mut users);
+                users
+            }
             Err(e) => {
                 // A frame without user objects is still right about the update; the client can
                 // ask for the users.
@@ -83,6 +87,32 @@ impl Fanout {
             .zip(links)
             .map(|(record, link)| FrameUser { record, link })
             .collect())
+    }
+
+    /// A contact change's own frame shows the entry its record sets, not the one just read: the
+    /// relay can hand over a commit a moment before other sessions see it (Postgres flushes the
+    /// commit record before it marks the transaction visible), so the read may predate the change.
+    /// The cache keeps the record's entry too, so later frames do not repeat a stale read.
+    fn overlay_contact_change(&self, owner: UserId, event: &UserEvent, users: &mut [FrameUser]) {
+        let (user, contact) = match event {
+            UserEvent::ContactSaved(c) => (
+                c.user_id,
+                Some(ContactRecord {
+                    user_id: c.user_id,
+                    first_name: c.first_name.clone(),
+                    last_name: c.last_name.clone(),
+                    phone: c.phone.clone(),
+                    imported: c.imported,
+                    date: c.date,
+                }),
+            ),
+            UserEvent::ContactDeleted(c) => (c.user_id, None),
+            _ => return,
+        };
+        for u in users.iter_mut().filter(|u| u.record.id == user) {
+            u.link.contact = contact.clone();
+            self.contacts.learn(owner, user, u.link.clone());
+        }
     }
 
     /// Contact changes are read from the raw record (kind and `user_id` alone), so records of
