@@ -219,7 +219,7 @@ mod tests {
         assert!(position(Projection::MessageBoxes) < position(Projection::Dialogs));
         assert_eq!(
             table_list(),
-            "message_boxes, dialogs, contact_blocks, dialog_filters, dialog_filter_settings, contacts, peer_settings, notify_settings"
+            "message_boxes, dialogs, contact_blocks, dialog_filters, dialog_filter_settings, contacts, peer_settings, notify_settings, profile_photos"
         );
     }
 

@@ -751,7 +751,8 @@ async fn random_mix_keeps_every_invariant() {
             "dialog_filter_settings",
             "contacts",
             "peer_settings",
-            "notify_settings"
+            "notify_settings",
+            "profile_photos"
         ],
     );
     let before = dialogs_of_all(&mix).await;

@@ -87,13 +87,15 @@ fn namespaces_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Inside the namespace: loopback up, a private /tmp (Xvfb's sockets and locks), the forwarder
-/// to the server on 127.0.0.1:443, then a process that holds the namespace until killed.
+/// Inside the namespace: loopback up, a private /tmp/.X11-unix (Xvfb's sockets; its lock files
+/// are off, see `-nolock`), the forwarder to the server on 127.0.0.1:443, then a process that
+/// holds the namespace until killed. Not a private /tmp: the checkout (the patched binary, the
+/// forwarder's socket) may itself be under /tmp.
 const NAMESPACE_SCRIPT: &str = r#"
 set -e
 ip link set lo up
-mount -t tmpfs tmpfs /tmp
-mkdir -m 1777 /tmp/.X11-unix
+mkdir -p /tmp/.X11-unix
+mount -t tmpfs -o mode=1777 tmpfs /tmp/.X11-unix
 socat TCP-LISTEN:443,bind=127.0.0.1,reuseaddr,fork "UNIX-CONNECT:$1" &
 exec sleep infinity
 "#;
@@ -218,6 +220,9 @@ impl<'a> Desktop<'a> {
                 "-nolisten",
                 "tcp",
                 "-noreset",
+                // No /tmp/.X<n>-lock: /tmp is the host's, and a lock left by a killed run (its pid
+                // from this namespace) must not block the next.
+                "-nolock",
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
