@@ -13,10 +13,12 @@
 mod answer;
 mod failure;
 mod params;
+mod sign_in;
 
 pub use answer::{JsonBytes, Render, TlObject};
 pub use failure::Failure;
 pub use params::{JsonBody, Params};
+pub use sign_in::{SignInAnswer, SignInCall, SIGN_IN_METHODS};
 
 use application::commands::contacts::{
     AddContact, DeleteContacts, HidePeerSettingsBar, ImportContacts,

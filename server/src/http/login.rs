@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 
 use application::commands::login::Login;
-use application::commands::sign_in::{CodeRef, SendCode, SignIn, SignInOutcome, SignUp};
+use application::commands::sign_in::SignInOutcome;
 use application::commands::two_step::{TokenCheckPassword, TokenGetPassword, TwoStepError};
 use application::login_codes::Requester;
 use application::tl::RpcError;
@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use super::reply::{ok, RpcFailure};
 use super::rpc::parse;
 use super::HttpState;
+use crate::calls::{JsonBody, SignInAnswer, SignInCall};
 
 type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
 
@@ -40,15 +41,44 @@ pub async fn login(State(state): State<HttpState>, body: Bytes) -> Result<Json<V
     Ok(Json(ok(&result)?))
 }
 
+/// Serves the sign-in call `method` (the route names it): the request parsed as MTProto's is,
+/// the same handler ([`SignInCall`]). For an account with a password, signIn answers
+/// `401 SESSION_PASSWORD_NEEDED` whose body also carries the `password_token` that getPassword and
+/// checkPassword take.
+async fn serve(
+    state: HttpState,
+    peer: Peer,
+    method: &str,
+    body: &[u8],
+) -> Result<Response, RpcFailure> {
+    // Every route below names a sign-in method (the sign-in tests call each route).
+    let call = SignInCall::parse(method, JsonBody(body))
+        .unwrap_or_else(|| Err(RpcError::internal().into()))?;
+    let answer = match call.run(&state.app, &requester(peer)).await? {
+        SignInAnswer::SentCode(sent) => ok(&sent)?,
+        SignInAnswer::Cancelled(cancelled) => ok(&cancelled)?,
+        SignInAnswer::Outcome(SignInOutcome::PasswordNeeded(user)) => {
+            let token = state
+                .app
+                .begin_token_password_sign_in(user)
+                .await
+                .map_err(two_step_error)?;
+            let mut answer = ok(&RpcError::new(401, "SESSION_PASSWORD_NEEDED"))?;
+            answer["password_token"] = json!(token.to_hex());
+            return Ok((StatusCode::UNAUTHORIZED, Json(answer)).into_response());
+        }
+        SignInAnswer::Outcome(outcome) => ok(&outcome)?,
+    };
+    Ok(Json(answer).into_response())
+}
+
 /// `POST /v1/auth/sendCode`.
 pub async fn send_code(
     State(state): State<HttpState>,
     peer: Peer,
     body: Bytes,
-) -> Result<Json<Value>, RpcFailure> {
-    let req: SendCode = parse(&body)?;
-    let sent = state.app.send_code(&req, &requester(peer)).await?;
-    Ok(Json(ok(&sent)?))
+) -> Result<Response, RpcFailure> {
+    serve(state, peer, "auth.sendCode", &body).await
 }
 
 /// `POST /v1/auth/resendCode`.
@@ -56,38 +86,35 @@ pub async fn resend_code(
     State(state): State<HttpState>,
     peer: Peer,
     body: Bytes,
-) -> Result<Json<Value>, RpcFailure> {
-    let req: CodeRef = parse(&body)?;
-    let sent = state.app.resend_code(&req, &requester(peer)).await?;
-    Ok(Json(ok(&sent)?))
+) -> Result<Response, RpcFailure> {
+    serve(state, peer, "auth.resendCode", &body).await
 }
 
 /// `POST /v1/auth/cancelCode`.
 pub async fn cancel_code(
     State(state): State<HttpState>,
+    peer: Peer,
     body: Bytes,
-) -> Result<Json<Value>, RpcFailure> {
-    let req: CodeRef = parse(&body)?;
-    let cancelled = state.app.cancel_code(&req).await?;
-    Ok(Json(ok(&json!(cancelled))?))
+) -> Result<Response, RpcFailure> {
+    serve(state, peer, "auth.cancelCode", &body).await
 }
 
-/// `POST /v1/auth/signIn`. For an account with a password: `401 SESSION_PASSWORD_NEEDED` whose
-/// body also carries the `password_token` that getPassword and checkPassword take.
-pub async fn sign_in(State(state): State<HttpState>, body: Bytes) -> Result<Response, RpcFailure> {
-    let req: SignIn = parse(&body)?;
-    let outcome = state.app.sign_in(&req).await?;
-    if let SignInOutcome::PasswordNeeded(user) = outcome {
-        let token = state
-            .app
-            .begin_token_password_sign_in(user)
-            .await
-            .map_err(two_step_error)?;
-        let mut answer = ok(&RpcError::new(401, "SESSION_PASSWORD_NEEDED"))?;
-        answer["password_token"] = json!(token.to_hex());
-        return Ok((StatusCode::UNAUTHORIZED, Json(answer)).into_response());
-    }
-    Ok(Json(ok(&outcome)?).into_response())
+/// `POST /v1/auth/signIn`.
+pub async fn sign_in(
+    State(state): State<HttpState>,
+    peer: Peer,
+    body: Bytes,
+) -> Result<Response, RpcFailure> {
+    serve(state, peer, "auth.signIn", &body).await
+}
+
+/// `POST /v1/auth/signUp`.
+pub async fn sign_up(
+    State(state): State<HttpState>,
+    peer: Peer,
+    body: Bytes,
+) -> Result<Response, RpcFailure> {
+    serve(state, peer, "auth.signUp", &body).await
 }
 
 fn two_step_error(e: TwoStepError) -> RpcFailure {
@@ -128,14 +155,4 @@ pub async fn check_password(
         .await
         .map_err(RpcFailure::from)?;
     Ok(Json(ok(&SignInOutcome::SignedIn(login))?))
-}
-
-/// `POST /v1/auth/signUp`.
-pub async fn sign_up(
-    State(state): State<HttpState>,
-    body: Bytes,
-) -> Result<Json<Value>, RpcFailure> {
-    let req: SignUp = parse(&body)?;
-    let result = state.app.sign_up(&req).await?;
-    Ok(Json(ok(&SignInOutcome::SignedIn(result))?))
 }

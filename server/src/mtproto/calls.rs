@@ -269,7 +269,7 @@ async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, Cal
         return answer;
     }
     if name.starts_with("auth.") {
-        return sign_in::call(conn, name, &request).await;
+        return sign_in::call(conn, name, request).await;
     }
     let caller = conn
         .caller

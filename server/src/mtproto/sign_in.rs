@@ -5,7 +5,7 @@
 //! requester) and per phone (docs/security.md, "Sign-in codes").
 
 use application::commands::login::LoginResult;
-use application::commands::sign_in::{CodeRef, SendCode, SentCode, SignIn, SignInOutcome, SignUp};
+use application::commands::sign_in::{SentCode, SignInOutcome};
 use application::login_codes::{CodeChannel, Requester};
 use application::queries::get_users::GetUsers;
 use application::tl::{InputUser, RpcError};
@@ -17,23 +17,13 @@ use serde_json::{json, Value};
 
 use super::calls::CallError;
 use super::connection::Conn;
+use crate::calls::{SignInAnswer, SignInCall};
 
 fn app_error(e: AppError) -> CallError {
     if let AppError::Store(inner) = &e {
         tracing::error!(error = %inner, "storage failure");
     }
     CallError::from(RpcError::from(&e))
-}
-
-fn text(request: &Value, field: &str) -> String {
-    request[field].as_str().unwrap_or_default().to_string()
-}
-
-fn code_ref(request: &Value) -> CodeRef {
-    CodeRef {
-        phone_number: text(request, "phone_number"),
-        phone_code_hash: text(request, "phone_code_hash"),
-    }
 }
 
 /// Code requests are counted per auth key: the key a client signs in with.
@@ -59,64 +49,31 @@ fn sent_code(sent: SentCode) -> Value {
     })
 }
 
-pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result<Value, CallError> {
+pub(super) async fn call(conn: &mut Conn, name: &str, request: Value) -> Result<Value, CallError> {
     let app = conn.front.app.clone();
-    match name {
-        "auth.sendCode" => {
-            let req = SendCode {
-                phone_number: text(request, "phone_number"),
-            };
-            let sent = app
-                .send_code(&req, &requester(conn)?)
-                .await
-                .map_err(app_error)?;
-            Ok(sent_code(sent))
-        }
-        "auth.resendCode" => {
-            let sent = app
-                .resend_code(&code_ref(request), &requester(conn)?)
-                .await
-                .map_err(app_error)?;
-            Ok(sent_code(sent))
-        }
-        "auth.cancelCode" => {
-            let cancelled = app
-                .cancel_code(&code_ref(request))
-                .await
-                .map_err(app_error)?;
-            Ok(json!(cancelled))
-        }
-        "auth.signIn" => {
-            let req = SignIn {
-                phone_number: text(request, "phone_number"),
-                phone_code_hash: text(request, "phone_code_hash"),
-                phone_code: text(request, "phone_code"),
-            };
-            requester(conn)?;
-            match app.sign_in(&req).await.map_err(app_error)? {
-                SignInOutcome::SignedIn(login) => complete(conn, login).await,
-                SignInOutcome::SignUpRequired => {
-                    Ok(json!({"_": "auth.authorizationSignUpRequired"}))
-                }
-                // Two-step verification: this key passed the code; auth.checkPassword finishes
-                // the sign-in (two_step.rs).
-                SignInOutcome::PasswordNeeded(user) => {
-                    super::two_step::password_needed(conn, user).await?;
-                    Err(CallError::new(401, "SESSION_PASSWORD_NEEDED"))
-                }
+    if let Some(parsed) = SignInCall::parse(name, request.clone()) {
+        let requester = requester(conn)?;
+        let answer = parsed
+            .map_err(|f| CallError::from(f.0))?
+            .run(&app, &requester)
+            .await
+            .map_err(|f| CallError::from(f.0))?;
+        return match answer {
+            SignInAnswer::SentCode(sent) => Ok(sent_code(sent)),
+            SignInAnswer::Cancelled(cancelled) => Ok(json!(cancelled)),
+            SignInAnswer::Outcome(SignInOutcome::SignedIn(login)) => complete(conn, login).await,
+            SignInAnswer::Outcome(SignInOutcome::SignUpRequired) => {
+                Ok(json!({"_": "auth.authorizationSignUpRequired"}))
             }
-        }
-        "auth.signUp" => {
-            let req = SignUp {
-                phone_number: text(request, "phone_number"),
-                phone_code_hash: text(request, "phone_code_hash"),
-                first_name: text(request, "first_name"),
-                last_name: text(request, "last_name"),
-            };
-            requester(conn)?;
-            let login = app.sign_up(&req).await.map_err(app_error)?;
-            complete(conn, login).await
-        }
+            // Two-step verification: this key passed the code; auth.checkPassword finishes
+            // the sign-in (two_step.rs).
+            SignInAnswer::Outcome(SignInOutcome::PasswordNeeded(user)) => {
+                super::two_step::password_needed(conn, user).await?;
+                Err(CallError::new(401, "SESSION_PASSWORD_NEEDED"))
+            }
+        };
+    }
+    match name {
         "auth.logOut" => {
             // Ends the device everywhere (its token, every key signed in as it, its live
             // connections on every instance), then this key, in case it was not signed in.
@@ -137,7 +94,7 @@ pub(super) async fn call(conn: &mut Conn, name: &str, request: &Value) -> Result
             conn.sign_out();
             Ok(json!({"_": "auth.loggedOut"}))
         }
-        "auth.bindTempAuthKey" => bind_temp_auth_key(conn, request).await,
+        "auth.bindTempAuthKey" => bind_temp_auth_key(conn, &request).await,
         "auth.resetAuthorizations" => {
             let caller = conn
                 .caller
