@@ -49,6 +49,10 @@ pub struct Config {
     /// `PTSLOG_RELAY_SLOT` (default `ptslog_relay`): the logical replication slot; slot names are
     /// per Postgres server, so databases sharing a server need different ones.
     pub relay_slot: String,
+    /// `PTSLOG_FEED_THREAD` (default on): the relay and the Kafka consumer run on a thread of their
+    /// own rather than on the request runtime's workers, so a busy front does not delay pushes
+    /// (docs/performance.md, "Live pushes"). Off only to measure the difference.
+    pub feed_thread: bool,
     /// `PTSLOG_PUSH_BUFFER` (default 256): frames buffered per connected device before it gets
     /// `updatesTooLong`.
     pub push_buffer: usize,
@@ -206,6 +210,7 @@ impl Config {
                 None => infrastructure::kafka::DEFAULT_PARTITIONS,
             },
             relay: parse_bool("PTSLOG_RELAY", true)?,
+            feed_thread: parse_bool("PTSLOG_FEED_THREAD", true)?,
             relay_slot: {
                 let slot = get("PTSLOG_RELAY_SLOT").unwrap_or(infrastructure::relay::DEFAULT_SLOT);
                 if !infrastructure::relay::slot::valid_slot_name(slot) {
