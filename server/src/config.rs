@@ -385,15 +385,18 @@ mod tests {
             ("ptslog.user-updates", "ptslog-gateway")
         );
         assert!(c.relay);
+        assert!(c.feed_thread);
         assert_eq!(c.relay_slot, "ptslog_relay");
         let vars = HashMap::from([
             ("KAFKA_BROKERS".to_string(), "127.0.0.1:9092".to_string()),
             ("PTSLOG_RELAY".to_string(), "off".to_string()),
             ("PTSLOG_RELAY_SLOT".to_string(), "relay_2".to_string()),
+            ("PTSLOG_FEED_THREAD".to_string(), "off".to_string()),
         ]);
         let c = Config::from_vars(&vars).unwrap();
         assert_eq!(c.kafka_brokers.as_deref(), Some("127.0.0.1:9092"));
         assert!(!c.relay);
+        assert!(!c.feed_thread);
         assert_eq!(c.relay_slot, "relay_2");
         for (k, v) in [
             ("PTSLOG_RELAY_SLOT", "Bad-Name"),
