@@ -333,7 +333,8 @@ impl Bench<'_> {
         ));
         let mut tasks = Vec::new();
         for i in 0..senders {
-            let (http, base, accounts) = (self.http.clone(), self.base.clone(), self.accounts.clone());
+            let (http, base, accounts) =
+                (self.http.clone(), self.base.clone(), self.accounts.clone());
             let (errors, completed, send_latency) =
                 (errors.clone(), completed.clone(), send_latency.clone());
             // Senders are spread over the interval, so the sends are evenly spaced.
@@ -388,10 +389,12 @@ impl Bench<'_> {
                 if let Some((pid, unsent, unflushed)) = walsender {
                     wal_unsent_max = wal_unsent_max.max(unsent);
                     wal_unflushed_max = wal_unflushed_max.max(unflushed);
-                    walsender_cpu.get_or_insert((now, process_ticks(pid), None)).2 =
-                        Some((now, process_ticks(pid)));
+                    walsender_cpu
+                        .get_or_insert((now, process_ticks(pid), None))
+                        .2 = Some((now, process_ticks(pid)));
                 }
-                server_cpu.get_or_insert((now, server_ticks(), None)).2 = Some((now, server_ticks()));
+                server_cpu.get_or_insert((now, server_ticks(), None)).2 =
+                    Some((now, server_ticks()));
                 produced_at_start.get_or_insert((now, status.records_produced()));
             }
             if now >= window_end {
@@ -688,10 +691,7 @@ async fn measure(args: &Args, server: &Server, db: &str) -> anyhow::Result<Figur
         s.abort();
     }
     pool.close().await;
-    let t = steps
-        .last()
-        .cloned()
-        .ok_or_else(|| anyhow!("no steps"))?;
+    let t = steps.last().cloned().ok_or_else(|| anyhow!("no steps"))?;
     Ok(Figures {
         mode,
         accounts: n,
@@ -744,7 +744,11 @@ async fn backlog(
     let per_task = bench.args.backlog.div_ceil(concurrency);
     let mut tasks = Vec::new();
     for t in 0..concurrency {
-        let (http, base, accounts) = (bench.http.clone(), bench.base.clone(), bench.accounts.clone());
+        let (http, base, accounts) = (
+            bench.http.clone(),
+            bench.base.clone(),
+            bench.accounts.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             for i in 0..per_task {
                 let a = &accounts[(t * per_task + i) % accounts.len()];

@@ -617,7 +617,10 @@ async fn commits_reach_device_buffers_while_every_request_worker_is_busy() {
     let mut config = ptslog_tests::test_config(&db);
     config.relay_slot = format!("relay_{}", db.trim_start_matches("ptslog_t_"));
     config.relay = true;
-    assert!(config.feed_thread, "the feed has a thread of its own by default");
+    assert!(
+        config.feed_thread,
+        "the feed has a thread of its own by default"
+    );
     let mut running = ptslog_server::start(&config).await.expect("server");
     running.start_feed(&config).expect("feed");
     let base = format!("http://{}", running.addr);
@@ -676,7 +679,10 @@ async fn commits_reach_device_buffers_while_every_request_worker_is_busy() {
     // The test body runs on its own thread (block_on), so it may wait without a worker.
     let deadline = Instant::now() + Duration::from_secs(30);
     while busy.load(Ordering::SeqCst) < WORKERS {
-        assert!(Instant::now() < deadline, "the workers did not all get busy");
+        assert!(
+            Instant::now() < deadline,
+            "the workers did not all get busy"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     // A commit from outside the server's runtime: the same record again, one pts further.
