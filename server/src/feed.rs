@@ -6,9 +6,10 @@
 //! Both run on a thread of their own ([`FeedRuntime`]) unless `PTSLOG_FEED_THREAD=off`. On the
 //! request runtime the relay is one task among every request's: each time it waits for the next
 //! WAL message it goes to the back of the workers' queues, so under load each batch of commits
-//! waited behind all the work queued before it and pushes fell seconds behind while the sends
-//! kept up (issue 16; figures in docs/performance.md). On its own thread the relay reads, decodes
-//! and hands each commit to the devices' buffers as soon as the walsender sends it.
+//! waits behind all the work queued before it (issue 16 saw the relay's record count stall and
+//! then catch up at once while the sends kept up; docs/performance.md, "Pushes under load"). On
+//! its own thread the relay reads, decodes and hands each commit to the devices' buffers when the
+//! walsender sends it, whatever the request workers are doing.
 
 use std::sync::{Arc, Mutex};
 
