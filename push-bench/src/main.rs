@@ -378,7 +378,6 @@ impl Bench<'_> {
         let mut wal_unsent_max: i64 = 0;
         let mut wal_unflushed_max: i64 = 0;
         let mut produced_at_start = None;
-        let mut produced_at_end = None;
         let (mut walsender_cpu, mut server_cpu) = (None, None);
         while Instant::now() < window_end {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -397,10 +396,9 @@ impl Bench<'_> {
                     Some((now, server_ticks()));
                 produced_at_start.get_or_insert((now, status.records_produced()));
             }
-            if now >= window_end {
-                produced_at_end = Some((now, status.records_produced()));
-            }
         }
+        // The last sample may fall just short of the window's end: take the end after the loop.
+        let produced_at_end = Some((Instant::now(), status.records_produced()));
         for t in tasks {
             let _ = t.await;
         }
