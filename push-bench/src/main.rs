@@ -498,8 +498,11 @@ fn server_ticks() -> u64 {
         .sum()
 }
 
+/// The first CPU sample of a window (when, ticks) and the latest one.
+type CpuSamples = Option<(Instant, u64, Option<(Instant, u64)>)>;
+
 /// Ticks used between two samples, in % of one core (Linux's USER_HZ is 100).
-fn cpu_pct(samples: Option<(Instant, u64, Option<(Instant, u64)>)>) -> f64 {
+fn cpu_pct(samples: CpuSamples) -> f64 {
     match samples {
         Some((t0, n0, Some((t1, n1)))) if t1 > t0 => {
             n1.saturating_sub(n0) as f64 / (t1 - t0).as_secs_f64()
