@@ -49,6 +49,10 @@ pub struct Config {
     /// `PTSLOG_RELAY_SLOT` (default `ptslog_relay`): the logical replication slot; slot names are
     /// per Postgres server, so databases sharing a server need different ones.
     pub relay_slot: String,
+    /// `PTSLOG_FEED_THREAD` (default on): the relay and the Kafka consumer run on a thread of their
+    /// own rather than on the request runtime's workers, so a busy front does not delay pushes
+    /// (docs/performance.md, "Live pushes"). Off only to measure the difference.
+    pub feed_thread: bool,
     /// `PTSLOG_PUSH_BUFFER` (default 256): frames buffered per connected device before it gets
     /// `updatesTooLong`.
     pub push_buffer: usize,
@@ -206,6 +210,7 @@ impl Config {
                 None => infrastructure::kafka::DEFAULT_PARTITIONS,
             },
             relay: parse_bool("PTSLOG_RELAY", true)?,
+            feed_thread: parse_bool("PTSLOG_FEED_THREAD", true)?,
             relay_slot: {
                 let slot = get("PTSLOG_RELAY_SLOT").unwrap_or(infrastructure::relay::DEFAULT_SLOT);
                 if !infrastructure::relay::slot::valid_slot_name(slot) {
@@ -380,15 +385,18 @@ mod tests {
             ("ptslog.user-updates", "ptslog-gateway")
         );
         assert!(c.relay);
+        assert!(c.feed_thread);
         assert_eq!(c.relay_slot, "ptslog_relay");
         let vars = HashMap::from([
             ("KAFKA_BROKERS".to_string(), "127.0.0.1:9092".to_string()),
             ("PTSLOG_RELAY".to_string(), "off".to_string()),
             ("PTSLOG_RELAY_SLOT".to_string(), "relay_2".to_string()),
+            ("PTSLOG_FEED_THREAD".to_string(), "off".to_string()),
         ]);
         let c = Config::from_vars(&vars).unwrap();
         assert_eq!(c.kafka_brokers.as_deref(), Some("127.0.0.1:9092"));
         assert!(!c.relay);
+        assert!(!c.feed_thread);
         assert_eq!(c.relay_slot, "relay_2");
         for (k, v) in [
             ("PTSLOG_RELAY_SLOT", "Bad-Name"),

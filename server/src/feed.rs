@@ -2,6 +2,14 @@
 //! Kafka sink, or the local one straight into this process's fanout) and, with Kafka, the consumer.
 //! `ptslog serve` starts it after the HTTP front; tests and the benchmark start it when they need
 //! pushes.
+//!
+//! Both run on a thread of their own ([`FeedRuntime`]) unless `PTSLOG_FEED_THREAD=off`. On the
+//! request runtime the relay is one task among every request's: each time it waits for the next
+//! WAL message it goes to the back of the workers' queues, so under load each batch of commits
+//! waits behind all the work queued before it (issue 16 saw the relay's record count stall and
+//! then catch up at once while the sends kept up; docs/performance.md, "Pushes under load"). On
+//! its own thread the relay reads, decodes and hands each commit to the devices' buffers when the
+//! walsender sends it, whatever the request workers are doing.
 
 use std::sync::{Arc, Mutex};
 
@@ -32,16 +40,62 @@ pub fn sink_kind(config: &Config) -> &'static str {
     }
 }
 
+/// Where the feed's tasks run: a runtime on a thread of its own, or the caller's.
+#[derive(Clone)]
+pub struct FeedRuntime(Option<Arc<OwnRuntime>>);
+
+/// A one-worker runtime; dropped without waiting, since its owner may be in async code.
+struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl FeedRuntime {
+    /// A thread of its own (`ptslog-feed`).
+    pub fn own_thread() -> std::io::Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("ptslog-feed")
+            .enable_all()
+            .build()?;
+        Ok(Self(Some(Arc::new(OwnRuntime(Some(rt))))))
+    }
+
+    /// The runtime of whoever spawns (the request runtime, in `ptslog serve`).
+    pub fn shared() -> Self {
+        Self(None)
+    }
+
+    pub fn spawn<F>(&self, task: F) -> JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match self.0.as_ref().and_then(|own| own.0.as_ref()) {
+            Some(rt) => rt.spawn(task),
+            None => tokio::spawn(task),
+        }
+    }
+}
+
 /// A relay task that can be stopped, killed and started again (tests kill it mid-stream).
 pub struct RelayControl {
     relay: Arc<Relay>,
+    runtime: FeedRuntime,
     running: Mutex<Option<(watch::Sender<bool>, JoinHandle<Result<(), RelayError>>)>>,
 }
 
 impl RelayControl {
-    pub fn new(relay: Relay) -> Self {
+    /// A relay that runs on `runtime`.
+    pub fn new(relay: Relay, runtime: FeedRuntime) -> Self {
         Self {
             relay: Arc::new(relay),
+            runtime,
             running: Mutex::new(None),
         }
     }
@@ -61,7 +115,7 @@ impl RelayControl {
         }
         let (stop, stopped) = watch::channel(false);
         let relay = self.relay.clone();
-        let task = tokio::spawn(async move { relay.run(stopped).await });
+        let task = self.runtime.spawn(async move { relay.run(stopped).await });
         *running = Some((stop, task));
     }
 
@@ -96,6 +150,8 @@ impl RelayControl {
 pub struct Feed {
     pub relay: Option<Arc<RelayControl>>,
     consumer: Option<(watch::Sender<bool>, JoinHandle<()>)>,
+    /// Held so that the feed's thread lives as long as the feed (the relay control holds it too).
+    runtime: Option<FeedRuntime>,
 }
 
 impl Feed {
@@ -108,6 +164,12 @@ impl Feed {
         consumer_status: Option<Arc<ConsumerStatus>>,
     ) -> anyhow::Result<Self> {
         let mut feed = Feed::default();
+        let runtime = if config.feed_thread {
+            FeedRuntime::own_thread()?
+        } else {
+            FeedRuntime::shared()
+        };
+        feed.runtime = Some(runtime.clone());
         if config.relay {
             let sink: Arc<dyn RecordSink> = match &config.kafka_brokers {
                 Some(brokers) => Arc::new(KafkaSink::new(
@@ -118,11 +180,10 @@ impl Feed {
             };
             let relay_config =
                 RelayConfig::new(config.database_url.clone(), config.relay_slot.clone())?;
-            let control = Arc::new(RelayControl::new(Relay::new(
-                relay_config,
-                sink,
-                relay_status,
-            )));
+            let control = Arc::new(RelayControl::new(
+                Relay::new(relay_config, sink, relay_status),
+                runtime.clone(),
+            ));
             control.start();
             feed.relay = Some(control);
         }
@@ -130,7 +191,7 @@ impl Feed {
             let (stop, stopped) = watch::channel(false);
             let kafka = kafka_config(config, brokers);
             let handler = gateway.fanout.clone();
-            let task = tokio::spawn(async move {
+            let task = runtime.spawn(async move {
                 if let Err(e) = run_consumer(kafka, handler, status, stopped).await {
                     tracing::error!(error = %e, "the Kafka consumer stopped; no live pushes on this instance");
                 }
@@ -149,5 +210,6 @@ impl Feed {
             let _ = stop.send(true);
             let _ = task.await;
         }
+        self.runtime = None;
     }
 }

@@ -600,3 +600,132 @@ async fn slow_device(base: &str, token: &str) -> tokio::net::TcpStream {
     );
     tcp
 }
+
+/// The relay does not wait for the request runtime (issue 16): with every worker of the server's
+/// runtime busy, a commit still reaches an online device's buffer. On the request runtime the relay
+/// is queued behind whatever the workers run, so here it would never get its turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_reach_device_buffers_while_every_request_worker_is_busy() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use application::fanout::Outgoing;
+    use domain::{AuthKeyId, UserId};
+    use ptslog_server::gateway::DeviceSender;
+
+    const WORKERS: usize = 2;
+    let db = ptslog_tests::fresh_database().await.expect("db");
+    let mut config = ptslog_tests::test_config(&db);
+    config.relay_slot = format!("relay_{}", db.trim_start_matches("ptslog_t_"));
+    config.relay = true;
+    assert!(
+        config.feed_thread,
+        "the feed has a thread of its own by default"
+    );
+    let mut running = ptslog_server::start(&config).await.expect("server");
+    running.start_feed(&config).expect("feed");
+    let base = format!("http://{}", running.addr);
+    let http = reqwest::Client::new();
+    let mut devices = Vec::new();
+    for phone in ["+15550601", "+15550602"] {
+        let body: Value = http
+            .post(format!("{base}/v1/auth/login"))
+            .json(&json!({"phone": phone, "first_name": "x", "last_name": ""}))
+            .send()
+            .await
+            .expect("login")
+            .json()
+            .await
+            .expect("body");
+        devices.push(Device {
+            base: base.clone(),
+            http: http.clone(),
+            token: body["token"].as_str().expect("token").into(),
+            user_id: body["user_id"].as_i64().expect("id"),
+        });
+    }
+    let (alice, bob) = (&devices[0], &devices[1]);
+    // Bob's device is a buffer the test reads itself: no socket writer on the busy runtime.
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let bob_id = UserId::new(bob.user_id).expect("user id");
+    running
+        .gateway
+        .hub
+        .register(bob_id, AuthKeyId(i64::MAX), DeviceSender(tx));
+    ptslog_tests::wait_relay_streaming(&running.relay_status, Duration::from_secs(240)).await;
+    let bob_peer = alice.peer_of("+15550602").await;
+    alice.send(&bob_peer, "first").await;
+    let first = tokio::time::timeout(Duration::from_secs(60), rx.recv())
+        .await
+        .expect("the first push arrives")
+        .expect("the device is registered");
+    let first = match first {
+        Outgoing::Frame(frame) => frame,
+        other => panic!("a frame, not {other:?}"),
+    };
+
+    // Every worker of the server's runtime spins until released.
+    let busy = Arc::new(AtomicUsize::new(0));
+    let release = Arc::new(AtomicBool::new(false));
+    let mut spinners = Vec::new();
+    for _ in 0..WORKERS {
+        let (busy, release) = (busy.clone(), release.clone());
+        spinners.push(tokio::spawn(async move {
+            busy.fetch_add(1, Ordering::SeqCst);
+            while !release.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }));
+    }
+    // The test body runs on its own thread (block_on), so it may wait without a worker.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while busy.load(Ordering::SeqCst) < WORKERS {
+        assert!(
+            Instant::now() < deadline,
+            "the workers did not all get busy"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A commit from outside the server's runtime: the same record again, one pts further.
+    let url = ptslog_tests::database_url(&db);
+    let (user, pts) = (bob.user_id, first.pts);
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
+            sqlx::query(
+                "INSERT INTO user_update_events (user_id, pts, pts_count, kind, payload_version, payload) \
+                 SELECT user_id, pts + 1, pts_count, kind, payload_version, payload FROM user_update_events \
+                 WHERE user_id = $1 AND pts = $2",
+            )
+            .bind(user)
+            .bind(pts)
+            .execute(&mut conn)
+            .await
+            .expect("insert");
+        })
+    })
+    .join()
+    .expect("the writer thread");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let got = loop {
+        match rx.try_recv() {
+            Ok(item) => break Some(item),
+            Err(_) if Instant::now() > deadline => break None,
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    release.store(true, Ordering::SeqCst);
+    for s in spinners {
+        let _ = s.await;
+    }
+    match got {
+        Some(Outgoing::Frame(f)) => assert_eq!(f.pts, first.pts + 1, "the new commit's frame"),
+        other => panic!("no push while the request workers were busy: {other:?}"),
+    }
+    running.shutdown().await;
+    ptslog_tests::drop_database(&db).await;
+}
