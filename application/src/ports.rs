@@ -52,6 +52,25 @@ pub struct UserRecord {
     pub phone: String,
     pub first_name: String,
     pub last_name: String,
+    /// The current profile photo (the `profile_photos` read model), if any.
+    pub photo: Option<UserPhoto>,
+}
+
+/// What a `user` object shows of its current profile photo (TL `userProfilePhoto`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserPhoto {
+    pub id: domain::media::MediaId,
+    /// The stripped thumbnail clients show before they download a size.
+    pub stripped: Vec<u8>,
+}
+
+impl UserPhoto {
+    pub fn of(photo: &domain::media::Photo) -> Self {
+        Self {
+            id: photo.id,
+            stripped: photo.stripped.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,6 +252,11 @@ pub trait Store: Send + Sync {
     ) -> Result<DialogList, StoreError>;
 
     async fn users(&self, ids: &[UserId]) -> Result<Vec<UserRecord>, StoreError>;
+    /// The owner's profile photos, current first, then newest set first.
+    async fn profile_photos(&self, owner: UserId) -> Result<Vec<domain::media::Photo>, StoreError>;
+    /// Accounts that show `owner` and learn of its profile photo changes (at most `limit`): the
+    /// peers of the owner's dialogs and the accounts that have the owner as a contact.
+    async fn profile_watchers(&self, owner: UserId, limit: i64) -> Result<Vec<UserId>, StoreError>;
     async fn user_by_phone(&self, phone: &str) -> Result<Option<UserRecord>, StoreError>;
 
     /// The newest `limit` dialogs of a folder after `cursor`, in list order.
@@ -379,6 +403,12 @@ pub trait WriteTx: Send {
         owner: UserId,
         message_id: MessageId,
     ) -> Result<Option<BoxId>, StoreError>;
+    /// The owner's profile photos, current first, then newest set first (as
+    /// [`Store::profile_photos`], inside the transaction).
+    async fn profile_photos(
+        &mut self,
+        owner: UserId,
+    ) -> Result<Vec<domain::media::Photo>, StoreError>;
     /// Whether `owner` has blocked `peer`.
     async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError>;
     /// The reads of a send, once its accounts are locked: the send's first result if this random_id

@@ -37,6 +37,8 @@ fn media_refused(method: &str, error: &str) -> bool {
             | ("messages.sendMultiMedia", "PHOTO_INVALID")
             | ("messages.uploadMedia", "PHOTO_INVALID")
             | ("upload.getFile", "FILE_ID_INVALID")
+            | ("photos.uploadProfilePhoto", "IMAGE_PROCESS_FAILED")
+            | ("photos.updateProfilePhoto", "PHOTO_INVALID")
     ) || (method == "upload.saveBigFilePart" && error.starts_with("FILE_PART"))
 }
 

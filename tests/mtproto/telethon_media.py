@@ -3,7 +3,9 @@
 Alice sends Bob a 300 KB document, a JPEG photo and an album of three photos with `send_file`;
 Bob downloads each byte for byte with `download_media`; Bob's second device, offline meanwhile,
 gets them from getDifference; Carol, who learned the ids, the access hashes and the file
-references, cannot download them. Prints one `CHECK <name>` line per passed check and
+references, cannot download them. Then Alice uploads a profile photo with
+photos.uploadProfilePhoto; her user shows it (get_me, Bob's get_entity) and Bob downloads it with
+download_profile_photo (inputPeerPhotoFileLocation) and lists it with get_profile_photos. Prints one `CHECK <name>` line per passed check and
 `MEDIA OK` at the end; any failure raises (non-zero exit).
 
 usage: telethon_media.py HTTP_BASE MTPROTO_HOST MTPROTO_PORT PHONE_PREFIX JPEG...
@@ -138,6 +140,24 @@ async def main():
     offline_doc = next(m for m in b2_seen if isinstance(m.media, types.MessageMediaDocument))
     data = await b2.download_media(offline_doc, file=bytes)
     check('offline_device_downloaded', data == payload)
+
+    # A profile photo: Alice uploads one; Bob sees it on her user and downloads it by her peer.
+    uploaded = await a.upload_file(JPEGS[3])
+    result = await a(functions.photos.UploadProfilePhotoRequest(file=uploaded))
+    check('profile_photo_uploaded', isinstance(result.photo, types.Photo)
+          and result.photo.dc_id == 2, result)
+    me = await a.get_me()
+    check('profile_photo_on_self', isinstance(me.photo, types.UserProfilePhoto)
+          and me.photo.photo_id == result.photo.id, me.photo)
+    alice_now = await b.get_entity(types.InputPeerUser(alice_in_bob.id, alice_in_bob.access_hash))
+    check('profile_photo_seen', isinstance(alice_now.photo, types.UserProfilePhoto)
+          and alice_now.photo.photo_id == result.photo.id and alice_now.photo.dc_id == 2
+          and alice_now.photo.stripped_thumb, alice_now.photo)
+    data = await b.download_profile_photo(alice_now, file=bytes, download_big=True)
+    check('profile_photo_downloaded', data is not None and data[:2] == b'\xff\xd8'
+          and len(data) == largest_size(result.photo).size, len(data or b''))
+    listed = await b.get_profile_photos(alice_now)
+    check('profile_photos_listed', [p.id for p in listed] == [result.photo.id], listed)
 
     for cl in (a, b, b2, c):
         await cl.disconnect()

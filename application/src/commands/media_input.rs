@@ -73,16 +73,7 @@ impl App {
                 if live_photo {
                     return Err(DomainError::MediaInvalid.into());
                 }
-                let ports = self.media_making()?;
-                let uploaded = self.uploaded_file(caller, &file).await?;
-                if uploaded.size > MAX_PHOTO_UPLOAD_BYTES {
-                    return Err(AppError::BadRequest("PHOTO_FILE_TOO_BIG"));
-                }
-                let processed = process(&ports, &uploaded).await?;
-                let sizes = store_sizes(&ports, processed.sizes).await?;
-                let id = catalog.next_media_id().await?;
-                let photo = Photo::new(id, rand::random(), unix_now(), sizes, processed.stripped)?;
-                catalog.put_photo(caller.user_id, &photo).await?;
+                let photo = self.photo_from_upload(caller, &file).await?;
                 Ok(MessageMedia::Photo { photo, spoiler })
             }
             InputMedia::UploadedDocument {
@@ -211,6 +202,28 @@ impl App {
                 }
             }
         }
+    }
+
+    /// A new photo made of the caller's upload: cut into sizes by the photo processor off the
+    /// async workers, every size stored, then recorded in the catalogue as the caller's. A media
+    /// message's photo and a profile photo are made here alike.
+    pub(crate) async fn photo_from_upload(
+        &self,
+        caller: &Caller,
+        file: &InputFile,
+    ) -> Result<Photo, AppError> {
+        let catalog = self.media_catalog()?;
+        let ports = self.media_making()?;
+        let uploaded = self.uploaded_file(caller, file).await?;
+        if uploaded.size > MAX_PHOTO_UPLOAD_BYTES {
+            return Err(AppError::BadRequest("PHOTO_FILE_TOO_BIG"));
+        }
+        let processed = process(&ports, &uploaded).await?;
+        let sizes = store_sizes(&ports, processed.sizes).await?;
+        let id = catalog.next_media_id().await?;
+        let photo = Photo::new(id, rand::random(), unix_now(), sizes, processed.stripped)?;
+        catalog.put_photo(caller.user_id, &photo).await?;
+        Ok(photo)
     }
 
     /// A photo or document by the id and access hash a client presents, if the caller may see it

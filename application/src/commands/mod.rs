@@ -16,6 +16,7 @@ pub(crate) mod media_input;
 pub mod notify_settings;
 mod outgoing;
 pub mod pin_dialogs;
+pub mod profile_photos;
 pub mod read_history;
 pub mod read_message_contents;
 pub mod save_file_part;

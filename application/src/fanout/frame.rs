@@ -127,6 +127,7 @@ mod tests {
             phone: "+1555".into(),
             first_name: "Bob".into(),
             last_name: String::new(),
+            photo: None,
         };
         let plain = FrameUser {
             record: bob.clone(),

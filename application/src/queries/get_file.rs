@@ -1,6 +1,7 @@
 //! `upload.getFile` for the media of messages: the location names a photo size or a document
 //! (or one of its thumbnails) by id, access hash and file reference; the caller must be able to see
-//! a message carrying it (or have uploaded it); then the range is read with getFile's rules
+//! a message carrying it (or have uploaded it); a profile photo is named by its user and photo id
+//! (`inputPeerPhotoFileLocation`) and open to anyone who can name the user; then the range is read with getFile's rules
 //! (`read_file_part`: offsets and limits, memory bounded per call).
 
 use domain::media::{Document, Photo};
@@ -141,6 +142,17 @@ fn photo_size(p: &Photo, thumb_size: &str) -> Result<Located, AppError> {
     })
 }
 
+/// A profile photo by `inputPeerPhotoFileLocation`: `big` is the largest size, else the smallest
+fn profile_photo_size(p: &Photo, big: bool) -> Located {
+    let size = if big { p.largest() } else { p.smallest() };
+    Located {
+        key: size.blob,
+        file_type: FileType::Jpeg,
+        mime_type: JPEG.to_string(),
+        mtime: p.date,
+    }
+}
+
 fn document_part(d: &Document, thumb_size: &str) -> Result<Located, AppError> {
     if thumb_size.is_empty() {
         return Ok(Located {
@@ -198,9 +210,23 @@ impl App {
                 StoredMedia::Document { document, .. } => document_part(&document, &thumb_size),
                 StoredMedia::Photo { .. } => Err(DomainError::FileIdInvalid.into()),
             },
-            InputFileLocation::PeerPhoto { .. } => {
-                // Profile photos are not kept yet (docs/media.md, "Not yet").
-                Err(DomainError::FileIdInvalid.into())
+            InputFileLocation::PeerPhoto {
+                big,
+                peer,
+                photo_id,
+            } => {
+                // Anyone who can name the user (its access hash for the caller) may download its
+                // profile photos; a wrong hash is the same FILE_ID_INVALID as an unknown photo.
+                let user = self
+                    .chat_peer(caller.user_id, &peer)
+                    .map_err(|_| DomainError::FileIdInvalid)?
+                    .user_id(caller.user_id);
+                let photos = self.store.profile_photos(user).await?;
+                let photo = photos
+                    .iter()
+                    .find(|p| p.id.get() == photo_id)
+                    .ok_or(DomainError::FileIdInvalid)?;
+                Ok(profile_photo_size(photo, big))
             }
         }
     }

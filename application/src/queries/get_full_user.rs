@@ -7,7 +7,9 @@ use serde::Deserialize;
 
 use crate::commands::contacts::peer_settings_flags;
 use crate::error::AppError;
-use crate::tl::{InputUser, PeerNotifySettings, PeerSettings, UserFull, UsersUserFull};
+use crate::tl::{
+    FileRefs, InputUser, PeerNotifySettings, PeerSettings, TlPhoto, UserFull, UsersUserFull,
+};
 use crate::{App, Caller};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -39,12 +41,23 @@ impl App {
         let hidden = !is_self && self.store.peer_bar_hidden(owner, id).await?;
         let flags = peer_settings_flags(is_self, !is_self && user.contact, hidden);
         let notify = self.store.notify_settings(owner, id).await?;
+        // Only when the user shows one: most users have none, and their answer costs no read.
+        let profile_photo = match user.photo {
+            Some(_) => self
+                .store
+                .profile_photos(id)
+                .await?
+                .first()
+                .map(|p| TlPhoto::of(p, FileRefs::now(&self.keys))),
+            None => None,
+        };
         Ok(UsersUserFull {
             full_user: UserFull {
                 id: user.id,
                 settings: PeerSettings::from(&flags),
                 notify_settings: PeerNotifySettings::from(&notify),
                 common_chats_count: 0,
+                profile_photo,
             },
             chats: Vec::new(),
             users: vec![user],

@@ -13,6 +13,7 @@ pub mod get_notify_settings;
 pub mod get_outbox_read_date;
 pub mod get_peer_dialogs;
 pub mod get_state;
+pub mod get_user_photos;
 pub mod get_users;
 pub mod read_file_part;
 pub mod resolve_phone;

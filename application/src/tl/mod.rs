@@ -13,6 +13,7 @@ mod message;
 mod misc;
 mod organization;
 mod peer;
+mod photos;
 mod rpc_error;
 mod update;
 mod user;
@@ -38,7 +39,8 @@ pub use organization::{
     ImportedContacts, MessagesPeerSettings, OwnInputPeer, PeerSettings, TextWithEntities,
 };
 pub use peer::Peer;
+pub use photos::{AnyPhoto, PhotoEmpty, PhotosPage, PhotosPhoto};
 pub use rpc_error::{tl_name, RpcError};
 pub use update::{Update, Updates};
-pub use user::User;
+pub use user::{User, UserProfilePhoto};
 pub use user_full::{UserFull, UsersUserFull};

@@ -1,8 +1,31 @@
 use domain::access_hash::AccessHashKey;
+use domain::media::THIS_DC;
 use domain::UserId;
 use serde::Serialize;
 
-use crate::ports::{ContactRecord, UserRecord};
+use crate::ports::{ContactRecord, UserPhoto, UserRecord};
+
+/// TL `userProfilePhoto`: the current profile photo as a `user` shows it. A user without one has
+/// no `photo` field (the flag unset), as Telegram sends it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "_", rename = "userProfilePhoto")]
+pub struct UserProfilePhoto {
+    pub photo_id: i64,
+    /// Hex, as TL `bytes` are in JSON; absent when the photo has no stripped thumbnail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stripped_thumb: Option<String>,
+    pub dc_id: i32,
+}
+
+impl UserProfilePhoto {
+    pub fn of(p: &UserPhoto) -> Self {
+        Self {
+            photo_id: p.id.get(),
+            stripped_thumb: (!p.stripped.is_empty()).then(|| hex::encode(&p.stripped)),
+            dc_id: THIS_DC,
+        }
+    }
+}
 
 /// TL `user`, as one viewer sees it: the access hash is that viewer's, the phone only for oneself.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -19,6 +42,8 @@ pub struct User {
     pub last_name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phone: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub photo: Option<UserProfilePhoto>,
 }
 
 impl User {
@@ -34,6 +59,7 @@ impl User {
             first_name: record.first_name.clone(),
             last_name: record.last_name.clone(),
             phone: is_self.then(|| record.phone.trim_start_matches('+').to_string()),
+            photo: record.photo.as_ref().map(UserProfilePhoto::of),
         }
     }
 

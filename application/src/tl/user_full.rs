@@ -13,6 +13,9 @@ pub struct UserFull {
     pub settings: PeerSettings,
     pub notify_settings: PeerNotifySettings,
     pub common_chats_count: i32,
+    /// The user's current profile photo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_photo: Option<super::TlPhoto>,
 }
 
 /// `users.userFull`: the `userFull` and the `user` it is about.

@@ -30,3 +30,9 @@ pub const MAX_STRIPPED_THUMB_BYTES: usize = 4096;
 /// How long a `file_reference` handed out with a message stays good (Telegram's last a few hours);
 /// after it a download answers `FILE_REFERENCE_EXPIRED` and the client fetches the message again.
 pub const FILE_REFERENCE_LIFETIME_SECS: i32 = 4 * 3600;
+/// Photos one `photos.deletePhotos` call may name (Telegram pages profile photos by 100):
+/// `LIMIT_INVALID` above.
+pub const MAX_DELETE_PHOTOS: usize = 100;
+/// The most photos one `photos.getUserPhotos` page answers; a larger `limit` is cut to it, as
+/// Telegram does.
+pub const MAX_USER_PHOTOS_LIMIT: i32 = 100;

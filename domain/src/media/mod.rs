@@ -14,6 +14,7 @@ pub mod media_id;
 pub mod message_media;
 pub mod photo;
 pub mod photo_sizes;
+pub mod profile_photos;
 pub mod upload_parts;
 
 pub use blob_key::BlobKey;

@@ -102,6 +102,14 @@ impl Photo {
             .max_by_key(|s| i64::from(s.w) * i64::from(s.h))
             .unwrap_or(&self.sizes[0])
     }
+
+    /// The smallest size (a small profile photo, `inputPeerPhotoFileLocation` without `big`).
+    pub fn smallest(&self) -> &PhotoSize {
+        self.sizes
+            .iter()
+            .min_by_key(|s| i64::from(s.w) * i64::from(s.h))
+            .unwrap_or(&self.sizes[0])
+    }
 }
 
 #[cfg(test)]
@@ -147,6 +155,7 @@ mod tests {
         assert_eq!(p.size("xx"), None);
         assert_eq!(p.size(""), None);
         assert_eq!(p.largest(), &big);
+        assert_eq!(p.smallest(), &size('s'));
         let v = serde_json::to_value(&p).unwrap();
         assert_eq!(v["stripped"], "0102");
         assert_eq!(serde_json::from_value::<Photo>(v).unwrap(), p);

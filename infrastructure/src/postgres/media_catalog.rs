@@ -109,11 +109,16 @@ impl MediaCatalog for PgMediaCatalog {
 
     async fn visible_to(&self, viewer: UserId, id: MediaId) -> Result<bool, StoreError> {
         // message_boxes_media: (owner_user_id, media_id) WHERE media_id IS NOT NULL AND NOT deleted.
+        // A profile photo not deleted is anyone's to see (photos.getUserPhotos shows it to anyone
+        // who can name its owner): the photos primary key, then the profile_photos primary key.
         sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM photos WHERE id = $2 AND owner_user_id = $1) \
                  OR EXISTS (SELECT 1 FROM documents WHERE id = $2 AND owner_user_id = $1) \
                  OR EXISTS (SELECT 1 FROM message_boxes WHERE owner_user_id = $1 AND media_id = $2 \
-                            AND media_id IS NOT NULL AND NOT deleted)",
+                            AND media_id IS NOT NULL AND NOT deleted) \
+                 OR EXISTS (SELECT 1 FROM photos p JOIN profile_photos pp \
+                            ON pp.owner_user_id = p.owner_user_id AND pp.photo_id = p.id \
+                            WHERE p.id = $2)",
         )
         .bind(viewer.get())
         .bind(id.get())

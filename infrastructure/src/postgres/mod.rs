@@ -7,6 +7,7 @@ pub mod login_codes;
 pub mod media_catalog;
 pub mod mtproto_keys;
 pub mod passwords;
+pub(crate) mod profile_photos;
 pub(crate) mod queries;
 pub mod revocations;
 pub(crate) mod rows;

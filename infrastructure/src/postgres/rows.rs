@@ -2,10 +2,11 @@
 //! stored data, never a panic.
 
 use application::ports::{
-    DialogRecord, LogEntry, Origin, StoreError, StoredEvent, UndecodableEvent, UserRecord,
+    DialogRecord, LogEntry, Origin, StoreError, StoredEvent, UndecodableEvent, UserPhoto,
+    UserRecord,
 };
 use domain::events::{PeerNotify, UserEvent};
-use domain::media::MessageMedia;
+use domain::media::{MediaId, MessageMedia};
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
 use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
 use sqlx::postgres::PgRow;
@@ -24,7 +25,11 @@ pub(crate) const DIALOG_COLUMNS: &str =
      (SELECT jsonb_build_object('show_previews', n.show_previews, 'silent', n.silent, 'mute_until', n.mute_until) \
       FROM notify_settings n WHERE n.owner_user_id = dialogs.user_id AND n.peer_user_id = dialogs.peer_user_id) AS notify";
 
-pub(crate) const USER_COLUMNS: &str = "id, phone, first_name, last_name";
+/// Read `FROM users` (unaliased); the current profile photo by the `profile_photos_current` index.
+pub(crate) const USER_COLUMNS: &str = "id, phone, first_name, last_name, \
+     (SELECT jsonb_build_object('id', pp.photo_id, 'stripped', pp.photo->'stripped') \
+      FROM profile_photos pp WHERE pp.owner_user_id = users.id \
+      ORDER BY pp.set_pts DESC LIMIT 1) AS profile_photo";
 
 pub(crate) const EVENT_COLUMNS: &str =
     "user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id, \
@@ -130,7 +135,25 @@ pub(crate) fn user(row: &PgRow) -> Result<UserRecord, StoreError> {
         phone: get(row, "phone")?,
         first_name: get(row, "first_name")?,
         last_name: get(row, "last_name")?,
+        photo: user_photo(get(row, "profile_photo")?)?,
     })
+}
+
+/// The `profile_photo` column of a user read: `{"id": …, "stripped": "<hex>"}` or NULL.
+pub(crate) fn user_photo(raw: Option<serde_json::Value>) -> Result<Option<UserPhoto>, StoreError> {
+    let Some(v) = raw else {
+        return Ok(None);
+    };
+    let corrupt = |what: &str| StoreError::Corrupt(format!("profile photo: {what}"));
+    let id = v["id"]
+        .as_i64()
+        .and_then(MediaId::new)
+        .ok_or_else(|| corrupt("no id"))?;
+    let stripped = match v["stripped"].as_str() {
+        None => Vec::new(),
+        Some(hex_text) => hex::decode(hex_text).map_err(|_| corrupt("stripped is not hex"))?,
+    };
+    Ok(Some(UserPhoto { id, stripped }))
 }
 
 /// [`EVENT_COLUMNS`] with the payload as text: a payload serde_json cannot read (too deep) then

@@ -9,11 +9,13 @@ use application::ports::{
 };
 use async_trait::async_trait;
 use domain::history_window::HistoryWindow;
+use domain::media::Photo;
 use domain::message::OwnerMessage;
 use domain::{BoxId, Pts, UserId};
 use sqlx::PgPool;
 
 use crate::error::db_error;
+use crate::postgres::profile_photos;
 use crate::postgres::queries::{like_contains, messages_by_ids};
 use crate::postgres::rows::{
     self, dialog, get, log_entry, owner_message, owner_message_at, user, BOX_COLUMNS,
@@ -124,7 +126,10 @@ pub mod statements {
     pub const USERS_SEEN_BY: &str =
         "SELECT u.id, u.phone AS user_phone, u.first_name AS user_first_name, u.last_name AS user_last_name, \
            c.contact_user_id, c.first_name, c.last_name, c.phone, c.imported, c.date, \
-           EXISTS (SELECT 1 FROM contacts r WHERE r.owner_user_id = u.id AND r.contact_user_id = $1) AS has_viewer \
+           EXISTS (SELECT 1 FROM contacts r WHERE r.owner_user_id = u.id AND r.contact_user_id = $1) AS has_viewer, \
+           (SELECT jsonb_build_object('id', pp.photo_id, 'stripped', pp.photo->'stripped') \
+            FROM profile_photos pp WHERE pp.owner_user_id = u.id \
+            ORDER BY pp.set_pts DESC LIMIT 1) AS profile_photo \
          FROM users u LEFT JOIN contacts c ON c.owner_user_id = $1 AND c.contact_user_id = u.id \
          WHERE u.id = ANY($2)";
 
@@ -237,6 +242,7 @@ impl Store for PgStore {
                         phone: get(row, "user_phone")?,
                         first_name: get(row, "user_first_name")?,
                         last_name: get(row, "user_last_name")?,
+                        photo: rows::user_photo(get(row, "profile_photo")?)?,
                     },
                     contact,
                     has_viewer: get(row, "has_viewer")?,
@@ -388,6 +394,27 @@ impl Store for PgStore {
             }
         }
         Ok(list)
+    }
+
+    async fn profile_photos(&self, owner: UserId) -> Result<Vec<Photo>, StoreError> {
+        profile_photos::of_owner(&self.read, owner).await
+    }
+
+    // The owner's dialogs partition; contacts_reverse.
+    async fn profile_watchers(&self, owner: UserId, limit: i64) -> Result<Vec<UserId>, StoreError> {
+        let raw: Vec<i64> = sqlx::query_scalar(
+            "SELECT peer_user_id FROM dialogs WHERE user_id = $1 AND peer_user_id <> $1 \
+             UNION SELECT owner_user_id FROM contacts WHERE contact_user_id = $1 AND owner_user_id <> $1 \
+             LIMIT $2",
+        )
+        .bind(owner.get())
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await
+        .map_err(db_error)?;
+        raw.into_iter()
+            .map(|id| rows::user_id(id, "watcher"))
+            .collect()
     }
 
     async fn user_by_phone(&self, phone: &str) -> Result<Option<UserRecord>, StoreError> {

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use application::ports::{DialogRecord, Origin, SendPreflight, StoreError, StoredEvent, WriteTx};
 use async_trait::async_trait;
 use domain::events::UserEvent;
+use domain::media::Photo;
 use domain::message::OwnerMessage;
 use domain::{BoxId, MessageId, Pts, UserId};
 use sqlx::{PgPool, Postgres, Transaction};
@@ -198,6 +199,10 @@ impl WriteTx for PgWriteTx {
         .await
         .map_err(db_error)?;
         raw.map(|b| rows::box_id(b, "box_id")).transpose()
+    }
+
+    async fn profile_photos(&mut self, owner: UserId) -> Result<Vec<Photo>, StoreError> {
+        crate::postgres::profile_photos::of_owner(&mut *self.tx, owner).await
     }
 
     async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {

@@ -27,6 +27,7 @@ use application::commands::dialog_filters::{
     ToggleDialogFilterTags, UpdateDialogFilter, UpdateDialogFiltersOrder,
 };
 use application::commands::pin_dialogs::{ReorderPinnedDialogs, ToggleDialogPin};
+use application::commands::profile_photos::{DeletePhotos, UpdateProfilePhoto, UploadProfilePhoto};
 use application::commands::save_file_part::{SaveBigFilePart, SaveFilePart};
 use application::commands::send_media::{SendMedia, SendMultiMedia, UploadMedia};
 use application::commands::sessions::ResetAuthorization;
@@ -43,8 +44,9 @@ use application::queries::{
     get_blocked::GetBlocked, get_dialogs::GetDialogs, get_difference::GetDifference,
     get_file::GetFile, get_full_user::GetFullUser, get_history::GetHistory,
     get_messages::GetMessages, get_notify_settings::GetNotifySettings,
-    get_outbox_read_date::GetOutboxReadDate, get_peer_dialogs::GetPeerDialogs, get_users::GetUsers,
-    resolve_phone::ResolvePhone, search::Search,
+    get_outbox_read_date::GetOutboxReadDate, get_peer_dialogs::GetPeerDialogs,
+    get_user_photos::GetUserPhotos, get_users::GetUsers, resolve_phone::ResolvePhone,
+    search::Search,
 };
 use application::tl::{Bool, RpcError};
 use application::{App, Caller};
@@ -146,6 +148,10 @@ methods! { |app, c|
     "messages.sendMultiMedia" => SendMultiMedia(r: SendMultiMedia) => app.send_multi_media(c, r).await?,
     "messages.uploadMedia" => UploadMedia(r: UploadMedia) => app.upload_media(c, r).await?,
     "upload.getFile" => GetFile(r: GetFile) => app.get_file(c, r).await?,
+    "photos.uploadProfilePhoto" => UploadProfilePhoto(r: UploadProfilePhoto) => app.upload_profile_photo(c, r).await?,
+    "photos.updateProfilePhoto" => UpdateProfilePhoto(r: UpdateProfilePhoto) => app.update_profile_photo(c, r).await?,
+    "photos.getUserPhotos" => GetUserPhotos(r: GetUserPhotos) => app.get_user_photos(c, r).await?,
+    "photos.deletePhotos" => DeletePhotos(r: DeletePhotos) => app.delete_photos(c, r).await?,
     "upload.saveFilePart" => SaveFilePart(r: SaveFilePart) => {
         app.save_file_part(c, r.into()).await?;
         Bool(true)
@@ -285,6 +291,7 @@ mod tests {
                     ..Default::default()
                 },
                 common_chats_count: 0,
+                profile_photo: None,
             },
             chats: Vec::new(),
             users: vec![User {
@@ -297,6 +304,7 @@ mod tests {
                 first_name: "Bob".into(),
                 last_name: String::new(),
                 phone: None,
+                photo: None,
             }],
         };
         let bytes = JsonBytes.render(&answer).unwrap();

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use application::fanout::{
     frame_users, push_frame, Delivery, FrameUser, Hub, LogRecord, RecordHandler,
 };
-use application::ports::ContactRecord;
+use application::ports::{ContactRecord, UserPhoto};
 use async_trait::async_trait;
 use domain::access_hash::AccessHashKey;
-use domain::events::{ContactDeleted, ContactSaved, EventKind, UserEvent};
+use domain::events::{ContactDeleted, ContactSaved, EventKind, ProfilePhotoChanged, UserEvent};
 use domain::UserId;
 
 use super::contact_cache::ContactCache;
@@ -36,6 +36,11 @@ impl Fanout {
         // Before the device check: a change of anyone's contact entry may change what frames of
         // accounts online here show (their `mutual_contact`).
         self.forget_contact_change(user_id, record);
+        if record.kind == ProfilePhotoChanged::KIND {
+            // Every frame that shows this user must show its new photo.
+            self.users.forget(user_id);
+            self.push_profile_photo(user_id, record).await;
+        }
         if !self.hub.has_devices(user_id) {
             return;
         }
@@ -52,6 +57,7 @@ impl Fanout {
         let users = match self.frame_users(user_id, &frame_users(&stored)).await {
             Ok(mut users) => {
                 self.overlay_contact_change(user_id, &stored.event, &mut users);
+                self.overlay_profile_photo(&stored.event, user_id, &mut users);
                 users
             }
             Err(e) => {
@@ -112,6 +118,18 @@ impl Fanout {
         for u in users.iter_mut().filter(|u| u.record.id == user) {
             u.link.contact = contact.clone();
             self.contacts.learn(owner, user, u.link.clone());
+        }
+    }
+
+    /// A profile photo change's own frame shows the photo its record sets, for the reason
+    /// [`Self::overlay_contact_change`] gives; the cache learns it.
+    fn overlay_profile_photo(&self, event: &UserEvent, owner: UserId, users: &mut [FrameUser]) {
+        let UserEvent::ProfilePhotoChanged(e) = event else {
+            return;
+        };
+        for u in users.iter_mut().filter(|u| u.record.id == owner) {
+            u.record.photo = e.photo.as_ref().map(UserPhoto::of);
+            self.users.learn(u.record.clone());
         }
     }
 

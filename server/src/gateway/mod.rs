@@ -7,6 +7,7 @@ pub mod device_endings;
 mod fanout;
 pub mod histogram;
 pub mod metrics;
+mod profile_push;
 pub mod push_sockets;
 pub mod session;
 mod user_cache;

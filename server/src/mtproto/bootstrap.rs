@@ -100,7 +100,6 @@ fn default_answer(name: &str, request: &Value, now: i64) -> Option<Value> {
         "contacts.getBirthdays" => {
             json!({"_": "contacts.contactBirthdays", "contacts": [], "users": []})
         }
-        "photos.getUserPhotos" => json!({"_": "photos.photos", "photos": [], "users": []}),
         // QR login is not offered: a token that is never accepted (clients show the phone form).
         "auth.exportLoginToken" => json!({"_": "auth.loginToken", "expires": now + 30,
             "token": hex_random(32)}),
@@ -187,7 +186,6 @@ const DEFAULT_ANSWERED: &[&str] = &[
     "contacts.getStatuses",
     "contacts.getSaved",
     "contacts.getBirthdays",
-    "photos.getUserPhotos",
     "auth.exportLoginToken",
     "messages.getSavedReactionTags",
     "messages.getDefaultTagReactions",

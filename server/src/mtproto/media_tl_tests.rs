@@ -1,9 +1,13 @@
 //! Media messages as every supported layer's clients read them: a message with a photo, a document
-//! with every attribute and thumbnail, `upload.file`, encoded with the client's layer and decoded
+//! with every attribute and thumbnail, `upload.file`, profile photos (`userProfilePhoto`,
+//! `photos.photo`, `photos.photosSlice`, deletePhotos' `Vector<long>`), encoded with the client's layer and decoded
 //! with that layer's own constructors only.
 
+use application::ports::{UserPhoto, UserRecord};
 use application::queries::get_file::{FileType, UploadFile};
-use application::tl::{FileRefs, Message};
+use application::tl::{
+    AnyPhoto, FileRefs, Message, PhotoEmpty, PhotosPage, PhotosPhoto, TlPhoto, User,
+};
 use domain::access_hash::AccessHashKey;
 use domain::media::{
     BlobKey, Document, DocumentAttributes, MediaId, MessageMedia, Photo, PhotoSize, THIS_DC,
@@ -148,5 +152,81 @@ fn media_messages_encode_in_every_layer() {
         );
         assert_eq!(back["type"]["_"], "storage.fileJpeg");
         assert_eq!(back["bytes"], "ffd8ff");
+    }
+}
+
+#[test]
+fn profile_photos_encode_in_every_layer() {
+    let key = AccessHashKey::new(b"k".to_vec());
+    let refs = FileRefs {
+        key: &key,
+        now: 1_764_489_600,
+    };
+    let MessageMedia::Photo { photo, .. } = photo() else {
+        unreachable!()
+    };
+    let record = UserRecord {
+        id: UserId::new(1).unwrap(),
+        phone: "+1555".into(),
+        first_name: "Alice".into(),
+        last_name: String::new(),
+        photo: Some(UserPhoto::of(&photo)),
+    };
+    let user = User::for_viewer(UserId::new(2).unwrap(), &record, &key);
+    let without = User::for_viewer(
+        UserId::new(2).unwrap(),
+        &UserRecord {
+            photo: None,
+            ..record.clone()
+        },
+        &key,
+    );
+    for (layer, _) in LAYERS {
+        let answer = serde_json::to_value(PhotosPhoto {
+            photo: AnyPhoto::Photo(TlPhoto::of(&photo, refs)),
+            users: vec![user.clone(), without.clone()],
+        })
+        .unwrap();
+        let back = round_trip(*layer, "photos.uploadProfilePhoto", &answer);
+        assert_eq!(back["photo"]["id"], 17, "{layer} {back}");
+        let shown = &back["users"][0]["photo"];
+        assert_eq!(shown["_"], "userProfilePhoto", "{layer} {back}");
+        assert_eq!(shown["photo_id"], 17);
+        assert_eq!(shown["dc_id"], THIS_DC);
+        assert_eq!(shown["stripped_thumb"], "012828");
+        assert!(back["users"][1].get("photo").is_none(), "{layer} {back}");
+
+        let empty = serde_json::to_value(PhotosPhoto {
+            photo: AnyPhoto::Empty(PhotoEmpty { id: 0 }),
+            users: vec![without.clone()],
+        })
+        .unwrap();
+        let back = round_trip(*layer, "photos.updateProfilePhoto", &empty);
+        assert_eq!(back["photo"]["_"], "photoEmpty", "{layer}");
+
+        let page = serde_json::to_value(PhotosPage::Slice {
+            count: 3,
+            photos: vec![TlPhoto::of(&photo, refs)],
+            users: vec![user.clone()],
+        })
+        .unwrap();
+        let back = round_trip(*layer, "photos.getUserPhotos", &page);
+        assert_eq!(
+            (&back["_"], &back["count"]),
+            (&json!("photos.photosSlice"), &json!(3))
+        );
+        let mut w = Writer::new();
+        encode_result(
+            Schema::for_layer(Some(*layer)),
+            "photos.deletePhotos",
+            &json!([17, 18]),
+            &mut w,
+        )
+        .unwrap();
+        assert_eq!(
+            Reader::new(&w.buf).vec_i64().unwrap(),
+            vec![17, 18],
+            "{layer}"
+        );
     }
 }

@@ -418,6 +418,13 @@ async fn every_json_method(s: &mut Session, setup: &Setup) -> String {
         // One part of each kind (the bytes hex, as the TL encoder takes them).
         json!({"_": "upload.saveFilePart", "file_id": 41, "file_part": 0, "bytes": "ab".repeat(1024)}),
         json!({"_": "upload.saveBigFilePart", "file_id": 42, "file_part": 0, "file_total_parts": 1, "bytes": "cd".repeat(1024)}),
+        // Profile photos: file 41 is no image, photo 1 is no photo of this account (refused on
+        // their merits); the list and a delete of nothing answer.
+        json!({"_": "photos.uploadProfilePhoto", "file": {"_": "inputFile", "id": 41, "parts": 1,
+            "name": "p.jpg", "md5_checksum": ""}}),
+        json!({"_": "photos.updateProfilePhoto", "id": {"_": "inputPhoto", "id": 1, "access_hash": 1, "file_reference": ""}}),
+        json!({"_": "photos.getUserPhotos", "user_id": {"_": "inputUserSelf"}, "offset": 0, "max_id": 0, "limit": 10}),
+        json!({"_": "photos.deletePhotos", "id": [{"_": "inputPhoto", "id": 1, "access_hash": 1, "file_reference": ""}]}),
         json!({"_": "messages.deleteMessages", "revoke": true, "id": [first_id]}),
         json!({"_": "messages.deleteHistory", "peer": me, "max_id": 0}),
     ];

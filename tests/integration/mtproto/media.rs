@@ -1,7 +1,8 @@
 //! Media through a real, unpatched Telethon (tests/mtproto/telethon_media.py): send_file of a
 //! 300 KB document, a JPEG photo and an album; the recipient downloads each byte for byte; an
 //! offline device's getDifference carries them; a third account that learned the ids cannot
-//! download them.
+//! download them; a profile photo uploaded with photos.uploadProfilePhoto shows on the user and
+//! downloads with download_profile_photo.
 
 use std::time::Duration;
 
@@ -22,6 +23,11 @@ const CHECKS: &[&str] = &[
     "third_account_refused_photo",
     "offline_device_difference",
     "offline_device_downloaded",
+    "profile_photo_uploaded",
+    "profile_photo_on_self",
+    "profile_photo_seen",
+    "profile_photo_downloaded",
+    "profile_photos_listed",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
