@@ -51,7 +51,20 @@ pub struct PgWriteTx {
     events: Vec<PendingEvent>,
     /// A message id `send_preflight` fetched with its reads, for the send's `next_message_id`.
     prefetched_message_id: Option<MessageId>,
+    /// What the in-memory state was at the last `savepoint` (None: no savepoint open).
+    mark: Option<Mark>,
 }
+
+/// The in-memory half of a savepoint: Postgres undoes the rows, this undoes the counters and the
+/// buffered events.
+#[derive(Debug)]
+struct Mark {
+    counters: HashMap<UserId, Counters>,
+    events: usize,
+}
+
+// One savepoint name (`ptslog_send`): each `savepoint` releases the previous mark and sets a new
+// one, so a batch's transaction never nests more than one level deep.
 
 impl PgWriteTx {
     pub async fn begin(pool: &PgPool) -> Result<Self, StoreError> {
@@ -62,6 +75,7 @@ impl PgWriteTx {
             counters: HashMap::new(),
             events: Vec::new(),
             prefetched_message_id: None,
+            mark: None,
         })
     }
 
@@ -520,6 +534,38 @@ impl WriteTx for PgWriteTx {
             StoreError::Bug(format!("user {owner} was not locked in this transaction"))
         })?;
         rows::pts(c.pts)
+    }
+
+    async fn savepoint(&mut self) -> Result<(), StoreError> {
+        // One round trip (a query without parameters goes by the simple protocol, which takes both
+        // statements at once).
+        let sql = if self.mark.is_some() {
+            "RELEASE SAVEPOINT ptslog_send; SAVEPOINT ptslog_send"
+        } else {
+            "SAVEPOINT ptslog_send"
+        };
+        sqlx::Executor::execute(&mut *self.tx, sql)
+            .await
+            .map_err(db_error)?;
+        self.mark = Some(Mark {
+            counters: self.counters.clone(),
+            events: self.events.len(),
+        });
+        Ok(())
+    }
+
+    async fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
+        let Some(mark) = &self.mark else {
+            return Err(StoreError::Bug("rollback_to_savepoint without a savepoint".into()));
+        };
+        sqlx::Executor::execute(&mut *self.tx, "ROLLBACK TO SAVEPOINT ptslog_send")
+            .await
+            .map_err(db_error)?;
+        self.counters = mark.counters.clone();
+        self.events.truncate(mark.events);
+        // A message id fetched by the undone send stays unused (ids only need to be unique).
+        self.prefetched_message_id = None;
+        Ok(())
     }
 
     /// The counters and the buffered events in one statement (a data-modifying CTE), then COMMIT.
