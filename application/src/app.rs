@@ -88,7 +88,10 @@ impl App {
 
     /// `messages.sendMessage` by group commit (commands::send_batch); starts its dispatcher on the
     /// current Tokio runtime.
-    pub fn with_send_batching(mut self, config: crate::commands::send_batch::SendBatchConfig) -> Self {
+    pub fn with_send_batching(
+        mut self,
+        config: crate::commands::send_batch::SendBatchConfig,
+    ) -> Self {
         self.send_batches = Some(crate::commands::send_batch::SendBatches::start(
             self.store.clone(),
             config,

@@ -371,7 +371,10 @@ mod tests {
             default,
             SEND_BATCHING_BY_DEFAULT.then(SendBatchConfig::default)
         );
-        assert_eq!(batch(&[("PTSLOG_SEND_BATCH_MAX", "0".into())]).unwrap(), None);
+        assert_eq!(
+            batch(&[("PTSLOG_SEND_BATCH_MAX", "0".into())]).unwrap(),
+            None
+        );
         let most = batch(&[
             ("PTSLOG_SEND_BATCH_MAX", MAX_SEND_BATCH.to_string()),
             (
@@ -387,7 +390,11 @@ mod tests {
         .expect("batching on");
         assert_eq!(
             (most.max, most.wait, most.committers),
-            (MAX_SEND_BATCH, MAX_SEND_BATCH_WAIT, MAX_SEND_BATCH_COMMITTERS)
+            (
+                MAX_SEND_BATCH,
+                MAX_SEND_BATCH_WAIT,
+                MAX_SEND_BATCH_COMMITTERS
+            )
         );
         assert!(batch(&[("PTSLOG_SEND_BATCH_MAX", (MAX_SEND_BATCH + 1).to_string())]).is_err());
         assert!(batch(&[(

@@ -16,7 +16,11 @@ use crate::send::{rid, three, ALICE, CAROL};
 
 const DAVE: &str = "+15550004";
 
-fn batching(max: usize, wait: Duration, committers: usize) -> impl FnOnce(&mut ptslog_server::config::Config) {
+fn batching(
+    max: usize,
+    wait: Duration,
+    committers: usize,
+) -> impl FnOnce(&mut ptslog_server::config::Config) {
     move |c| {
         c.send_batch = Some(
             SendBatchConfig {
@@ -69,7 +73,10 @@ async fn wait_queued(s: &TestServer, n: usize) {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    panic!("the send queue never held {n} (it holds {})", s.app.sends_queued());
+    panic!(
+        "the send queue never held {n} (it holds {})",
+        s.app.sends_queued()
+    );
 }
 
 /// Waits until some backend waits for a row lock.
@@ -158,7 +165,10 @@ async fn concurrent_sends_between_overlapping_pairs_share_commits_and_keep_pts_d
     let mut seen: HashMap<usize, (HashSet<i64>, HashSet<i64>)> = HashMap::new();
     for (i, _, params, answer) in &sent {
         assert_eq!(answer["_"], "updateShortSentMessage", "{answer}");
-        let (id, pts) = (answer["id"].as_i64().unwrap(), answer["pts"].as_i64().unwrap());
+        let (id, pts) = (
+            answer["id"].as_i64().unwrap(),
+            answer["pts"].as_i64().unwrap(),
+        );
         let (ids, ptss) = seen.entry(*i).or_default();
         assert!(ids.insert(id), "box id {id} answered twice to account {i}");
         assert!(ptss.insert(pts), "pts {pts} answered twice to account {i}");

@@ -524,7 +524,14 @@ async fn a_process_killed_mid_batch_commits_nothing_it_did_not_answer() {
     let bob = login(&http, &base, "+15550302", "Bob").await;
     let carol = login(&http, &base, "+15550303", "Carol").await;
     let mut sends: Vec<(Device, Value)> = Vec::new();
-    for (d, n) in [(&alice, 0), (&carol, 1), (&alice, 2), (&carol, 3), (&alice, 4), (&carol, 5)] {
+    for (d, n) in [
+        (&alice, 0),
+        (&carol, 1),
+        (&alice, 2),
+        (&carol, 3),
+        (&alice, 4),
+        (&carol, 5),
+    ] {
         let to_bob = d.peer_of("+15550302").await;
         sends.push((
             d.clone(),
@@ -532,7 +539,9 @@ async fn a_process_killed_mid_batch_commits_nothing_it_did_not_answer() {
         ));
     }
     let (_, first_params) = sends.remove(0);
-    let before = alice.rpc("messages.sendMessage", first_params.clone()).await;
+    let before = alice
+        .rpc("messages.sendMessage", first_params.clone())
+        .await;
 
     // Bob's row held here: every send to Bob waits in its batch for it.
     let mut hold = pool.begin().await.unwrap();
@@ -574,7 +583,10 @@ async fn a_process_killed_mid_batch_commits_nothing_it_did_not_answer() {
     procs.children[0].wait().expect("reaped");
     for c in calls {
         let answer = c.await.unwrap();
-        assert!(answer.is_err(), "a send was answered ({answer:?}) before its commit");
+        assert!(
+            answer.is_err(),
+            "a send was answered ({answer:?}) before its commit"
+        );
     }
     hold.commit().await.unwrap();
     // The killed process's backends end once they find their client gone; none had committed.
@@ -590,7 +602,10 @@ async fn a_process_killed_mid_batch_commits_nothing_it_did_not_answer() {
         if others == 0 {
             break;
         }
-        assert!(Instant::now() < deadline, "the killed process's transactions never ended");
+        assert!(
+            Instant::now() < deadline,
+            "the killed process's transactions never ended"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let committed: i64 =
@@ -598,13 +613,18 @@ async fn a_process_killed_mid_batch_commits_nothing_it_did_not_answer() {
             .fetch_one(&pool)
             .await
             .unwrap();
-    assert_eq!(committed, 2, "only the answered send is in the boxes (sender and recipient)");
+    assert_eq!(
+        committed, 2,
+        "only the answered send is in the boxes (sender and recipient)"
+    );
     assert_dense(&pool).await;
 
     // The clients retry through a new process: each send commits once, a second retry changes
     // nothing.
     let port = free_port();
-    procs.children.push(spawn_serve_with(&bin, &db, port, BATCHING));
+    procs
+        .children
+        .push(spawn_serve_with(&bin, &db, port, BATCHING));
     let base = format!("http://127.0.0.1:{port}");
     wait_healthy(&http, &base, &mut procs.children[1]).await;
     let mut firsts = Vec::new();

@@ -197,7 +197,10 @@ async fn commit_batch(store: Arc<dyn Store>, batch: Vec<Queued>, _permit: OwnedS
 
 /// The batch in one transaction: the answers of its sends, in order, once committed; an error if
 /// the batch itself failed (then nothing of it is known to be committed and nobody was answered).
-async fn run_batch(store: &dyn Store, batch: &[Queued]) -> Result<Vec<Result<Updates, AppError>>, StoreError> {
+async fn run_batch(
+    store: &dyn Store,
+    batch: &[Queued],
+) -> Result<Vec<Result<Updates, AppError>>, StoreError> {
     let mut accounts: Vec<_> = batch
         .iter()
         .flat_map(|q| [q.send.sender, q.send.peer_id])

@@ -235,7 +235,10 @@ impl App {
 }
 
 /// One send in a transaction of its own.
-pub(crate) async fn send_alone(store: &dyn Store, send: &PreparedSend) -> Result<Updates, AppError> {
+pub(crate) async fn send_alone(
+    store: &dyn Store,
+    send: &PreparedSend,
+) -> Result<Updates, AppError> {
     let mut tx = store.begin().await?;
     tx.lock_users(&[send.sender, send.peer_id]).await?;
     let answer = send_locked(tx.as_mut(), send).await?;

@@ -556,7 +556,9 @@ impl WriteTx for PgWriteTx {
 
     async fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
         let Some(mark) = &self.mark else {
-            return Err(StoreError::Bug("rollback_to_savepoint without a savepoint".into()));
+            return Err(StoreError::Bug(
+                "rollback_to_savepoint without a savepoint".into(),
+            ));
         };
         sqlx::Executor::execute(&mut *self.tx, "ROLLBACK TO SAVEPOINT ptslog_send")
             .await
