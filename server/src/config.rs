@@ -97,8 +97,8 @@ pub struct Config {
     /// `PTSLOG_S3_*`, `PTSLOG_UPLOAD_*`; see `file_storage`).
     pub file_storage: crate::file_storage::FileStorage,
     /// Group commit of sends (docs/performance.md, "Group commit"): `PTSLOG_SEND_BATCH_MAX`
-    /// (sends per batch, 1–64; 0 turns batching off; default 32 while
-    /// `SEND_BATCHING_BY_DEFAULT`), `PTSLOG_SEND_BATCH_WAIT_US` (how long a batch waits for more
+    /// (sends per batch, 1–64; 0 turns batching off; default 32 if `SEND_BATCHING_BY_DEFAULT`,
+    /// else 0), `PTSLOG_SEND_BATCH_WAIT_US` (how long a batch waits for more
     /// after its first, 0–10000; default 0), `PTSLOG_SEND_BATCH_COMMITTERS` (batches in flight,
     /// 1–16; default 2). `None`: each send is a transaction of its own.
     pub send_batch: Option<application::commands::send_batch::SendBatchConfig>,

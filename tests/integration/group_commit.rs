@@ -256,9 +256,11 @@ async fn a_failing_send_fails_alone_and_a_repeated_random_id_answers_the_first()
     .unwrap();
     let alice_pts = crate::send::pts(&alice).await;
 
-    // Hold the committer: Dave's row is locked here, so his send (alone in its batch) waits.
+    // Hold the committer: Dave's Saved Messages dialog row is locked here, so his send (alone in
+    // its batch, his account locked) waits in the middle of its transaction.
+    dave.send(&self_peer(), "saved").await;
     let mut hold = s.pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM user_sequences WHERE user_id = $1 FOR UPDATE")
+    sqlx::query("SELECT 1 FROM dialogs WHERE user_id = $1 FOR UPDATE")
         .bind(dave.user_id)
         .execute(&mut *hold)
         .await
@@ -322,8 +324,9 @@ async fn a_failing_send_fails_alone_and_a_repeated_random_id_answers_the_first()
     .unwrap();
     assert_eq!(txs.len(), 1, "one transaction for the batch: {txs:?}");
     let texts: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT owner_user_id, text FROM message_boxes WHERE text <> 'blocker' ORDER BY owner_user_id, box_id",
+        "SELECT owner_user_id, text FROM message_boxes WHERE owner_user_id <> $1 ORDER BY owner_user_id, box_id",
     )
+    .bind(dave.user_id)
     .fetch_all(&s.pool)
     .await
     .unwrap();

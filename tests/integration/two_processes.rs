@@ -542,10 +542,13 @@ async fn a_process_killed_mid_batch_commits_nothing_it_did_not_answer() {
     let before = alice
         .rpc("messages.sendMessage", first_params.clone())
         .await;
+    let carol_to_bob = carol.peer_of("+15550302").await;
+    carol.send(&carol_to_bob, "hello").await;
 
-    // Bob's row held here: every send to Bob waits in its batch for it.
+    // Bob's dialog rows held here: a batch of sends to Bob locks the accounts, then waits in the
+    // middle of its transaction (the first send's dialogs upsert).
     let mut hold = pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM user_sequences WHERE user_id = $1 FOR UPDATE")
+    sqlx::query("SELECT 1 FROM dialogs WHERE user_id = $1 FOR UPDATE")
         .bind(bob.user_id)
         .execute(&mut *hold)
         .await

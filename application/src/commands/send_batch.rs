@@ -5,8 +5,9 @@
 //! A dispatcher takes the sends waiting in a queue (up to [`SendBatchConfig::max`], after waiting
 //! at most [`SendBatchConfig::wait`] for more) whenever one of its [`SendBatchConfig::committers`]
 //! is free, and a committer runs the batch: it locks the union of the batch's accounts in one
-//! ascending statement (the order every write transaction locks in, so no deadlock with
-//! unbatched commands or other batches), runs each send in queue order after a savepoint, rolls a
+//! ascending statement without waiting (`SKIP LOCKED`: a send with an account another transaction
+//! holds leaves the batch and runs alone, so a busy account never stalls the others' sends, and a
+//! batch never waits while holding locks), runs each send in queue order after a savepoint, rolls a
 //! failing send back to its savepoint (it is answered with its own error, its neighbours go on),
 //! and commits once. The counters stay in the transaction's memory across the batch, so each
 //! account's pts stay dense and in commit order; a random_id repeated within the batch finds the
@@ -26,8 +27,10 @@ use crate::error::AppError;
 use crate::ports::{Store, StoreError};
 use crate::tl::Updates;
 
-/// Whether sends are batched unless configured otherwise (`PTSLOG_SEND_BATCH_MAX=0` turns it off).
-pub const SEND_BATCHING_BY_DEFAULT: bool = true;
+/// Whether sends are batched unless configured otherwise (`PTSLOG_SEND_BATCH_MAX` turns it on
+/// or, with 0, off). Off until the bench shows it faster than one transaction per send on the
+/// reference machine (docs/performance.md, "Group commit").
+pub const SEND_BATCHING_BY_DEFAULT: bool = false;
 /// Sends per batch by default.
 pub const DEFAULT_SEND_BATCH_MAX: usize = 32;
 /// The most sends one batch may hold: each send that writes is a subtransaction, and Postgres
@@ -171,13 +174,8 @@ async fn dispatch(
 }
 
 async fn commit_batch(store: Arc<dyn Store>, batch: Vec<Queued>, _permit: OwnedSemaphorePermit) {
-    if batch.len() == 1 {
-        // Alone: exactly the unbatched path (no savepoint).
-        let Queued { send, answer } = batch.into_iter().next().expect("one send");
-        let _ = answer.send(send_alone(store.as_ref(), &send).await);
-        return;
-    }
-    match run_batch(store.as_ref(), &batch).await {
+    let mut batch = batch;
+    match run_batch(&store, &mut batch).await {
         Ok(answers) => {
             for (q, a) in batch.into_iter().zip(answers) {
                 // The caller may have gone (its request cancelled); the send stands.
@@ -197,9 +195,12 @@ async fn commit_batch(store: Arc<dyn Store>, batch: Vec<Queued>, _permit: OwnedS
 
 /// The batch in one transaction: the answers of its sends, in order, once committed; an error if
 /// the batch itself failed (then nothing of it is known to be committed and nobody was answered).
+/// The accounts are locked without waiting: a send with an account another transaction holds is
+/// taken out of the batch and run alone in a task of its own (waiting there like an unbatched
+/// send), so a busy account never holds up the other accounts' sends.
 async fn run_batch(
-    store: &dyn Store,
-    batch: &[Queued],
+    store: &Arc<dyn Store>,
+    batch: &mut Vec<Queued>,
 ) -> Result<Vec<Result<Updates, AppError>>, StoreError> {
     let mut accounts: Vec<_> = batch
         .iter()
@@ -208,9 +209,30 @@ async fn run_batch(
     accounts.sort();
     accounts.dedup();
     let mut tx = store.begin().await?;
-    tx.lock_users(&accounts).await?;
+    let locked = tx.try_lock_users(&accounts).await?;
+    let (ready, held): (Vec<Queued>, Vec<Queued>) = std::mem::take(batch)
+        .into_iter()
+        .partition(|q| locked.contains(&q.send.sender) && locked.contains(&q.send.peer_id));
+    *batch = ready;
+    for q in held {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let _ = q.answer.send(send_alone(store.as_ref(), &q.send).await);
+        });
+    }
+    if batch.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let [only] = batch.as_slice() {
+        // Alone: no savepoint; a failure rolls the transaction back.
+        let answer = send_locked(tx.as_mut(), &only.send).await;
+        if answer.is_ok() {
+            tx.commit().await?;
+        }
+        return Ok(vec![answer]);
+    }
     let mut answers = Vec::with_capacity(batch.len());
-    for q in batch {
+    for q in batch.iter() {
         tx.savepoint().await?;
         match send_locked(tx.as_mut(), &q.send).await {
             Ok(a) => answers.push(Ok(a)),

@@ -79,6 +79,36 @@ impl PgWriteTx {
         })
     }
 
+    /// Locks the accounts' sequence rows in one ascending statement (skipping rows other
+    /// transactions hold when `skip_locked`) and keeps their counters.
+    async fn lock(&mut self, users: &[UserId], skip_locked: bool) -> Result<Vec<UserId>, StoreError> {
+        self.requested = Some(users.iter().copied().collect());
+        let raw: Vec<i64> = users.iter().map(|u| u.get()).collect();
+        let sql = if skip_locked {
+            "SELECT user_id, pts, box_id FROM user_sequences WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE SKIP LOCKED"
+        } else {
+            "SELECT user_id, pts, box_id FROM user_sequences WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE"
+        };
+        let locked: Vec<(i64, i32, i32)> = sqlx::query_as(sql)
+            .bind(&raw)
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(db_error)?;
+        for (user, pts, box_id) in locked {
+            let user = rows::user_id(user, "user_sequences.user_id")?;
+            self.counters.insert(
+                user,
+                Counters {
+                    locked_pts: pts,
+                    locked_box_id: box_id,
+                    pts,
+                    box_id,
+                },
+            );
+        }
+        Ok(self.locked_ids())
+    }
+
     fn counters(&mut self, owner: UserId) -> Result<&mut Counters, StoreError> {
         self.counters.get_mut(&owner).ok_or_else(|| {
             StoreError::Bug(format!("user {owner} was not locked in this transaction"))
@@ -110,28 +140,16 @@ impl WriteTx for PgWriteTx {
                 "lock_users called again with new accounts".into(),
             ));
         }
-        self.requested = Some(users.iter().copied().collect());
-        let raw: Vec<i64> = users.iter().map(|u| u.get()).collect();
-        let locked: Vec<(i64, i32, i32)> = sqlx::query_as(
-            "SELECT user_id, pts, box_id FROM user_sequences WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE",
-        )
-        .bind(&raw)
-        .fetch_all(&mut *self.tx)
-        .await
-        .map_err(db_error)?;
-        for (user, pts, box_id) in locked {
-            let user = rows::user_id(user, "user_sequences.user_id")?;
-            self.counters.insert(
-                user,
-                Counters {
-                    locked_pts: pts,
-                    locked_box_id: box_id,
-                    pts,
-                    box_id,
-                },
-            );
+        self.lock(users, false).await
+    }
+
+    async fn try_lock_users(&mut self, users: &[UserId]) -> Result<Vec<UserId>, StoreError> {
+        if self.requested.is_some() {
+            return Err(StoreError::Bug(
+                "try_lock_users called after accounts were locked".into(),
+            ));
         }
-        Ok(self.locked_ids())
+        self.lock(users, true).await
     }
 
     async fn find_by_random_id(
