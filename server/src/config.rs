@@ -133,12 +133,10 @@ fn send_batch_from_vars(
         0
     };
     let max = number("PTSLOG_SEND_BATCH_MAX")?.unwrap_or(default_max);
-    if max == 0 {
-        return Ok(None);
-    }
     let defaults = SendBatchConfig::default();
+    // The other knobs are checked even with batching off: a typo is refused, not kept for later.
     let config = SendBatchConfig {
-        max: usize::try_from(max).unwrap_or(usize::MAX),
+        max: usize::try_from(max.max(1)).unwrap_or(usize::MAX),
         wait: number("PTSLOG_SEND_BATCH_WAIT_US")?
             .map(std::time::Duration::from_micros)
             .unwrap_or(defaults.wait),
@@ -146,7 +144,8 @@ fn send_batch_from_vars(
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
             .unwrap_or(defaults.committers),
     };
-    Ok(Some(config.checked().context("PTSLOG_SEND_BATCH_*")?))
+    let config = config.checked().context("PTSLOG_SEND_BATCH_*")?;
+    Ok((max > 0).then_some(config))
 }
 
 /// What `ptslog serve` prints at start while development sign-in is on.

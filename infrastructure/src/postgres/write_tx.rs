@@ -81,7 +81,11 @@ impl PgWriteTx {
 
     /// Locks the accounts' sequence rows in one ascending statement (skipping rows other
     /// transactions hold when `skip_locked`) and keeps their counters.
-    async fn lock(&mut self, users: &[UserId], skip_locked: bool) -> Result<Vec<UserId>, StoreError> {
+    async fn lock(
+        &mut self,
+        users: &[UserId],
+        skip_locked: bool,
+    ) -> Result<Vec<UserId>, StoreError> {
         self.requested = Some(users.iter().copied().collect());
         let raw: Vec<i64> = users.iter().map(|u| u.get()).collect();
         let sql = if skip_locked {
