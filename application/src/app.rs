@@ -53,6 +53,8 @@ pub struct App {
     pub(crate) files: Option<crate::media::FilePorts>,
     /// Token → caller; serves only while a revocation listener keeps it live (caller_cache.rs).
     pub(crate) callers: Arc<CallerCache>,
+    /// Group commit of sends (commands::send_batch), when turned on with `with_send_batching`.
+    pub(crate) send_batches: Option<crate::commands::send_batch::SendBatches>,
 }
 
 impl App {
@@ -80,7 +82,21 @@ impl App {
             media_making: None,
             files: None,
             callers: Arc::new(CallerCache::new()),
+            send_batches: None,
         }
+    }
+
+    /// `messages.sendMessage` by group commit (commands::send_batch); starts its dispatcher on the
+    /// current Tokio runtime.
+    pub fn with_send_batching(
+        mut self,
+        config: crate::commands::send_batch::SendBatchConfig,
+    ) -> Self {
+        self.send_batches = Some(crate::commands::send_batch::SendBatches::start(
+            self.store.clone(),
+            config,
+        ));
+        self
     }
 
     /// Sign-in by code through these ports (both fronts use [`App::send_code`] and the rest).
@@ -105,6 +121,12 @@ impl App {
     pub fn with_media_making(mut self, making: crate::media::MediaMaking) -> Self {
         self.media_making = Some(making);
         self
+    }
+
+    /// Sends waiting for a batch (0 without group commit): for tests that line sends up in one
+    /// batch, and for metrics.
+    pub fn sends_queued(&self) -> usize {
+        self.send_batches.as_ref().map_or(0, |b| b.queued())
     }
 
     /// File references for media shown now.

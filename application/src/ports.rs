@@ -520,6 +520,19 @@ pub trait WriteTx: Send {
     /// The owner's pts as of now in this transaction.
     fn current_pts(&self, owner: UserId) -> Result<Pts, StoreError>;
 
+    /// [`WriteTx::lock_users`] without waiting: locks those of the accounts no other transaction
+    /// holds (`SKIP LOCKED`) and answers them; the others (held elsewhere, or missing) are left out
+    /// and may not be appended to. Call once, first, instead of `lock_users`.
+    async fn try_lock_users(&mut self, users: &[UserId]) -> Result<Vec<UserId>, StoreError>;
+
+    /// Marks a point this transaction can go back to with [`WriteTx::rollback_to_savepoint`]
+    /// (the previous mark, if any, is released: marks do not nest). Group commit runs each send
+    /// of a batch after one.
+    async fn savepoint(&mut self) -> Result<(), StoreError>;
+    /// Undoes everything since the last [`WriteTx::savepoint`] — rows, projections, the counters
+    /// kept in memory and the buffered events — also after a failed statement; the locks stay.
+    async fn rollback_to_savepoint(&mut self) -> Result<(), StoreError>;
+
     async fn commit(self: Box<Self>) -> Result<(), StoreError>;
 }
 

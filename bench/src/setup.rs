@@ -57,7 +57,7 @@ pub fn server_config(
     db_name: &str,
     max_connections: u32,
 ) -> anyhow::Result<Config> {
-    let vars = HashMap::from([
+    let mut vars = HashMap::from([
         ("DATABASE_URL".to_string(), db_url.to_string()),
         ("REDIS_URL".to_string(), redis_url.to_string()),
         (
@@ -73,6 +73,16 @@ pub fn server_config(
             max_connections.to_string(),
         ),
     ]);
+    // Group commit as the environment says (e.g. PTSLOG_SEND_BATCH_MAX=0 to measure without it).
+    for k in [
+        "PTSLOG_SEND_BATCH_MAX",
+        "PTSLOG_SEND_BATCH_WAIT_US",
+        "PTSLOG_SEND_BATCH_COMMITTERS",
+    ] {
+        if let Ok(v) = std::env::var(k) {
+            vars.insert(k.to_string(), v);
+        }
+    }
     Config::from_vars(&vars)
 }
 

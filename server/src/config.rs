@@ -100,6 +100,12 @@ pub struct Config {
     /// Where file bytes are kept and the upload quotas (`PTSLOG_BLOB_STORE`, `PTSLOG_BLOB_DIR`,
     /// `PTSLOG_S3_*`, `PTSLOG_UPLOAD_*`; see `file_storage`).
     pub file_storage: crate::file_storage::FileStorage,
+    /// Group commit of sends (docs/performance.md, "Group commit"): `PTSLOG_SEND_BATCH_MAX`
+    /// (sends per batch, 1–64; 0 turns batching off; default 32 if `SEND_BATCHING_BY_DEFAULT`,
+    /// else 0), `PTSLOG_SEND_BATCH_WAIT_US` (how long a batch waits for more
+    /// after its first, 0–10000; default 0), `PTSLOG_SEND_BATCH_COMMITTERS` (batches in flight,
+    /// 1–16; default 2). `None`: each send is a transaction of its own.
+    pub send_batch: Option<application::commands::send_batch::SendBatchConfig>,
 }
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
@@ -109,6 +115,42 @@ pub const DEFAULT_DB_READ_MAX_CONNECTIONS: u32 = 16;
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/ptslog";
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 pub const DEFAULT_MTPROTO_ADDR: &str = "127.0.0.1:8443";
+
+/// `PTSLOG_SEND_BATCH_MAX`, `PTSLOG_SEND_BATCH_WAIT_US`, `PTSLOG_SEND_BATCH_COMMITTERS`.
+fn send_batch_from_vars(
+    vars: &HashMap<String, String>,
+) -> anyhow::Result<Option<application::commands::send_batch::SendBatchConfig>> {
+    use application::commands::send_batch::{
+        SendBatchConfig, DEFAULT_SEND_BATCH_MAX, SEND_BATCHING_BY_DEFAULT,
+    };
+    let number = |k: &str| -> anyhow::Result<Option<u64>> {
+        vars.get(k)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+            .map(str::parse::<u64>)
+            .transpose()
+            .context(k.to_string())
+    };
+    let default_max = if SEND_BATCHING_BY_DEFAULT {
+        DEFAULT_SEND_BATCH_MAX as u64
+    } else {
+        0
+    };
+    let max = number("PTSLOG_SEND_BATCH_MAX")?.unwrap_or(default_max);
+    let defaults = SendBatchConfig::default();
+    // The other knobs are checked even with batching off: a typo is refused, not kept for later.
+    let config = SendBatchConfig {
+        max: usize::try_from(max.max(1)).unwrap_or(usize::MAX),
+        wait: number("PTSLOG_SEND_BATCH_WAIT_US")?
+            .map(std::time::Duration::from_micros)
+            .unwrap_or(defaults.wait),
+        committers: number("PTSLOG_SEND_BATCH_COMMITTERS")?
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+            .unwrap_or(defaults.committers),
+    };
+    let config = config.checked().context("PTSLOG_SEND_BATCH_*")?;
+    Ok((max > 0).then_some(config))
+}
 
 /// What `ptslog serve` prints at start while development sign-in is on.
 pub const DEV_LOGIN_WARNING: &str = "\
@@ -230,6 +272,7 @@ impl Config {
                 None => 256,
             },
             limits: crate::serving_limits::ServingLimits::from_vars(vars)?,
+            send_batch: send_batch_from_vars(vars)?,
             mtproto_addr: match get("PTSLOG_MTPROTO_ADDR") {
                 Some("off") => None,
                 other => Some(
@@ -313,6 +356,66 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn send_batching_knobs_at_their_bounds() {
+        use application::commands::send_batch::{
+            SendBatchConfig, MAX_SEND_BATCH, MAX_SEND_BATCH_COMMITTERS, MAX_SEND_BATCH_WAIT,
+            SEND_BATCHING_BY_DEFAULT,
+        };
+        let batch = |pairs: &[(&str, String)]| {
+            let vars: HashMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect();
+            send_batch_from_vars(&vars)
+        };
+        let default = batch(&[]).unwrap();
+        assert_eq!(
+            default,
+            SEND_BATCHING_BY_DEFAULT.then(SendBatchConfig::default)
+        );
+        assert_eq!(
+            batch(&[("PTSLOG_SEND_BATCH_MAX", "0".into())]).unwrap(),
+            None
+        );
+        let most = batch(&[
+            ("PTSLOG_SEND_BATCH_MAX", MAX_SEND_BATCH.to_string()),
+            (
+                "PTSLOG_SEND_BATCH_WAIT_US",
+                MAX_SEND_BATCH_WAIT.as_micros().to_string(),
+            ),
+            (
+                "PTSLOG_SEND_BATCH_COMMITTERS",
+                MAX_SEND_BATCH_COMMITTERS.to_string(),
+            ),
+        ])
+        .unwrap()
+        .expect("batching on");
+        assert_eq!(
+            (most.max, most.wait, most.committers),
+            (
+                MAX_SEND_BATCH,
+                MAX_SEND_BATCH_WAIT,
+                MAX_SEND_BATCH_COMMITTERS
+            )
+        );
+        assert!(batch(&[("PTSLOG_SEND_BATCH_MAX", (MAX_SEND_BATCH + 1).to_string())]).is_err());
+        assert!(batch(&[(
+            "PTSLOG_SEND_BATCH_WAIT_US",
+            (MAX_SEND_BATCH_WAIT.as_micros() + 1).to_string()
+        )])
+        .is_err());
+        assert!(batch(&[(
+            "PTSLOG_SEND_BATCH_COMMITTERS",
+            (MAX_SEND_BATCH_COMMITTERS + 1).to_string()
+        )])
+        .is_err());
+        assert!(batch(&[("PTSLOG_SEND_BATCH_COMMITTERS", "0".into())]).is_err());
+        assert!(batch(&[("PTSLOG_SEND_BATCH_MAX", "x".into())]).is_err());
+        let one = batch(&[("PTSLOG_SEND_BATCH_MAX", "1".into())]).unwrap();
+        assert_eq!(one.map(|c| c.max), Some(1));
+    }
 
     #[test]
     fn defaults_and_overrides() {

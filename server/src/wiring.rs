@@ -105,6 +105,10 @@ async fn build_with_store(
         photos: Arc::new(infrastructure::photos::ImagePhotos),
     };
     let app = app.with_files(files).with_media_making(making);
+    let app = match config.send_batch {
+        Some(batching) => app.with_send_batching(batching),
+        None => app,
+    };
     Ok((app, pool, store, revocation_acks))
 }
 

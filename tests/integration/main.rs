@@ -10,6 +10,7 @@ mod difference;
 mod edit;
 mod events;
 mod forward;
+mod group_commit;
 mod hostile_payloads;
 mod limits;
 mod media;

@@ -142,7 +142,13 @@ fn free_port() -> u16 {
 }
 
 fn spawn_serve(bin: &Path, db: &str, port: u16) -> Child {
+    spawn_serve_with(bin, db, port, &[])
+}
+
+/// [`spawn_serve`] with these variables besides.
+fn spawn_serve_with(bin: &Path, db: &str, port: u16, vars: &[(&str, &str)]) -> Child {
     Command::new(bin)
+        .envs(vars.iter().copied())
         .arg("serve")
         .env_remove("PTSLOG_CONFIG")
         // These tests sign in with POST /v1/auth/login.
@@ -491,4 +497,172 @@ async fn two_serve_processes_share_one_database() {
 fn rand_id() -> i64 {
     use rand::Rng;
     rand::thread_rng().gen_range(1..i64::MAX)
+}
+
+/// Group commit on, whatever the default.
+const BATCHING: &[(&str, &str)] = &[("PTSLOG_SEND_BATCH_MAX", "32")];
+
+/// `ptslog serve` killed (SIGKILL) while a batch of sends waits for a lock: nobody was answered,
+/// nothing of it committed, and the same sends retried through a new process commit once each.
+#[tokio::test]
+async fn a_process_killed_mid_batch_commits_nothing_it_did_not_answer() {
+    let bin = ptslog_binary().expect("the ptslog binary");
+    let db = fresh_database().await.expect("database");
+    let http = reqwest::Client::new();
+    let port = free_port();
+    let mut procs = Processes {
+        children: vec![spawn_serve_with(&bin, &db, port, BATCHING)],
+    };
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(&http, &base, &mut procs.children[0]).await;
+    let pool = PgPoolOptions::new()
+        .max_connections(4)
+        .connect(&database_url(&db))
+        .await
+        .unwrap();
+    let alice = login(&http, &base, "+15550301", "Alice").await;
+    let bob = login(&http, &base, "+15550302", "Bob").await;
+    let carol = login(&http, &base, "+15550303", "Carol").await;
+    let mut sends: Vec<(Device, Value)> = Vec::new();
+    for (d, n) in [
+        (&alice, 0),
+        (&carol, 1),
+        (&alice, 2),
+        (&carol, 3),
+        (&alice, 4),
+        (&carol, 5),
+    ] {
+        let to_bob = d.peer_of("+15550302").await;
+        sends.push((
+            d.clone(),
+            json!({"peer": to_bob, "message": format!("crash {n}"), "random_id": rand_id()}),
+        ));
+    }
+    let (_, first_params) = sends.remove(0);
+    let before = alice
+        .rpc("messages.sendMessage", first_params.clone())
+        .await;
+    let carol_to_bob = carol.peer_of("+15550302").await;
+    carol.send(&carol_to_bob, "hello").await;
+
+    // Bob's dialog rows held here: a batch of sends to Bob locks the accounts, then waits in the
+    // middle of its transaction (the first send's dialogs upsert).
+    let mut hold = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM dialogs WHERE user_id = $1 FOR UPDATE")
+        .bind(bob.user_id)
+        .execute(&mut *hold)
+        .await
+        .unwrap();
+    let calls: Vec<_> = sends
+        .iter()
+        .map(|(d, params)| {
+            let (d, params) = (d.clone(), params.clone());
+            tokio::spawn(async move {
+                d.http
+                    .post(format!("{}/v1/rpc/messages.sendMessage", d.base))
+                    .bearer_auth(&d.token)
+                    .json(&params)
+                    .send()
+                    .await
+                    .map(|r| r.status().as_u16())
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no send waited for Bob's lock");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    procs.children[0].kill().expect("SIGKILL");
+    procs.children[0].wait().expect("reaped");
+    for c in calls {
+        let answer = c.await.unwrap();
+        assert!(
+            answer.is_err(),
+            "a send was answered ({answer:?}) before its commit"
+        );
+    }
+    hold.commit().await.unwrap();
+    // The killed process's backends end once they find their client gone; none had committed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let others: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() \
+             AND backend_type = 'client backend' AND xact_start IS NOT NULL",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        if others == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the killed process's transactions never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let committed: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM message_boxes WHERE text LIKE 'crash %'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        committed, 2,
+        "only the answered send is in the boxes (sender and recipient)"
+    );
+    assert_dense(&pool).await;
+
+    // The clients retry through a new process: each send commits once, a second retry changes
+    // nothing.
+    let port = free_port();
+    procs
+        .children
+        .push(spawn_serve_with(&bin, &db, port, BATCHING));
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(&http, &base, &mut procs.children[1]).await;
+    let mut firsts = Vec::new();
+    for (d, params) in &sends {
+        let d = Device {
+            base: base.clone(),
+            ..d.clone()
+        };
+        firsts.push(d.rpc("messages.sendMessage", params.clone()).await);
+    }
+    for ((d, params), first) in sends.iter().zip(&firsts) {
+        let d = Device {
+            base: base.clone(),
+            ..d.clone()
+        };
+        assert_eq!(&d.rpc("messages.sendMessage", params.clone()).await, first);
+    }
+    let retried = Device {
+        base: base.clone(),
+        ..alice.clone()
+    };
+    assert_eq!(
+        retried.rpc("messages.sendMessage", first_params).await,
+        before
+    );
+    let boxes: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM message_boxes WHERE text LIKE 'crash %'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(boxes, 2 * 6);
+    assert_dense(&pool).await;
+    let report = projections::verify::verify(&pool).await.expect("verify");
+    assert!(report.is_clean(), "verify: {:?}", report.differences);
+    pool.close().await;
+    drop(procs);
+    drop_database(&db).await;
 }

@@ -20,6 +20,7 @@ pub mod profile_photos;
 pub mod read_history;
 pub mod read_message_contents;
 pub mod save_file_part;
+pub mod send_batch;
 pub mod send_media;
 pub mod send_message;
 pub mod sessions;

@@ -5,14 +5,14 @@ use domain::entities::Entities;
 use domain::message::ReplyHeader;
 use domain::message_text::{MessageText, QuoteText};
 use domain::peer::ChatPeer;
-use domain::{limits, BoxId, DomainError};
+use domain::{limits, BoxId, DomainError, UserId};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::outgoing::{deliver, unarchive_for_recipient, Outgoing};
 use crate::clock::unix_now;
 use crate::error::AppError;
-use crate::ports::{Origin, SendPreflight};
+use crate::ports::{Origin, SendPreflight, Store, WriteTx};
 use crate::tl::{long, InputPeer, InputReplyTo, Updates};
 use crate::{App, Caller};
 
@@ -57,6 +57,7 @@ pub struct SendMessage {
 }
 
 /// A reply as the sender asked for it, checked for shape but not yet against the sender's box.
+#[derive(Debug, Clone)]
 pub(crate) struct ReplyRequest {
     pub reply_to_msg_id: BoxId,
     pub quote_text: Option<QuoteText>,
@@ -159,6 +160,22 @@ pub(crate) fn parse_reply(
     }
 }
 
+/// A send checked and counted against the rate limit, waiting for its transaction: everything
+/// [`send_locked`] needs, so it can run alone or in a batch (commands::send_batch).
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedSend {
+    pub sender: UserId,
+    pub peer: ChatPeer,
+    pub peer_id: UserId,
+    pub random_id: i64,
+    pub text: MessageText,
+    pub entities: Entities,
+    pub silent: bool,
+    pub noforwards: bool,
+    pub reply: Option<ReplyRequest>,
+    pub origin: Origin,
+}
+
 impl App {
     pub async fn send_message(
         &self,
@@ -198,109 +215,145 @@ impl App {
             .await
             .map_err(AppError::FloodWait)?;
 
-        let mut tx = self.store.begin().await?;
-        let locked = tx.lock_users(&[sender, peer_id]).await?;
-        if !locked.contains(&peer_id) {
-            return Err(DomainError::PeerIdInvalid.into());
-        }
-
-        // A retry of a send that committed gets the first answer and appends nothing. The random_id
-        // lookup and the block checks are one round trip (send_preflight).
-        let date = unix_now();
-        let (sender_blocked_peer, peer_blocked_sender, peer_archived_unmuted) = match tx
-            .send_preflight(sender, peer_id, req.random_id, date)
-            .await?
-        {
-            SendPreflight::New {
-                sender_blocked_peer,
-                peer_blocked_sender,
-                peer_archived_unmuted,
-            } => (
-                sender_blocked_peer,
-                peer_blocked_sender,
-                peer_archived_unmuted,
-            ),
-            SendPreflight::Retry(first, pts) => {
-                // A forwarded copy is another message, even with the same text.
-                if first.peer_id != peer_id
-                    || first.text != text.as_str()
-                    || first.fwd_from.is_some()
-                    || first.media.is_some()
-                {
-                    return Err(DomainError::RandomIdDuplicate.into());
-                }
-                return Ok(Updates::ShortSentMessage {
-                    out: true,
-                    id: first.id.get(),
-                    pts: pts.get(),
-                    pts_count: 1,
-                    date: first.date,
-                    entities: Vec::new(),
-                });
-            }
-        };
-
-        let recipient_gets_it = match peer {
-            ChatPeer::SelfChat => false,
-            ChatPeer::User(_) => {
-                if sender_blocked_peer {
-                    return Err(DomainError::YouBlockedUser.into());
-                }
-                !peer_blocked_sender
-            }
-        };
-
-        let reply_to = match reply {
-            Some(r) => {
-                let target = tx
-                    .messages(sender, &[r.reply_to_msg_id])
-                    .await?
-                    .into_iter()
-                    .find(|m| m.peer_id == peer_id)
-                    .ok_or(DomainError::ReplyMessageIdInvalid)?;
-                let header = ReplyHeader {
-                    reply_to_msg_id: target.id,
-                    quote_text: r.quote_text.map(|q| q.as_str().to_string()),
-                    quote_entities: r.quote_entities.into_vec(),
-                    quote_offset: r.quote_offset,
-                };
-                Some((header, target.message_id))
-            }
-            None => None,
-        };
-
-        let outgoing = Outgoing {
+        let send = PreparedSend {
+            sender,
+            peer,
+            peer_id,
             random_id: req.random_id,
-            date,
-            text: text.into_string(),
-            entities: entities.into_vec(),
+            text,
+            entities,
             silent: req.silent,
             noforwards: req.noforwards,
-            reply_to,
-            fwd_from: None,
-            media: None,
-            grouped_id: None,
+            reply,
+            origin: Origin::from(caller),
         };
-        let (sent, pts) = deliver(
-            tx.as_mut(),
-            sender,
-            peer_id,
-            outgoing,
-            recipient_gets_it,
-            Origin::from(caller),
-        )
-        .await?;
-        if recipient_gets_it && peer_archived_unmuted {
-            unarchive_for_recipient(tx.as_mut(), peer_id, sender, Origin::from(caller)).await?;
+        match &self.send_batches {
+            Some(batches) => batches.send(send).await,
+            None => send_alone(self.store.as_ref(), &send).await,
         }
-        tx.commit().await?;
-        Ok(Updates::ShortSentMessage {
-            out: true,
-            id: sent.id.get(),
-            pts: pts.get(),
-            pts_count: 1,
-            date: sent.date,
-            entities: Vec::new(),
-        })
     }
+}
+
+/// One send in a transaction of its own.
+pub(crate) async fn send_alone(
+    store: &dyn Store,
+    send: &PreparedSend,
+) -> Result<Updates, AppError> {
+    let mut tx = store.begin().await?;
+    tx.lock_users(&[send.sender, send.peer_id]).await?;
+    let answer = send_locked(tx.as_mut(), send).await?;
+    tx.commit().await?;
+    Ok(answer)
+}
+
+/// The send's work inside a transaction that has locked its two accounts (alone, or with a batch's
+/// other accounts, all in one ascending statement); the caller commits. A retry of a send that
+/// committed — or that ran earlier in the same batch — gets the first answer and appends nothing.
+pub(crate) async fn send_locked(
+    tx: &mut dyn WriteTx,
+    send: &PreparedSend,
+) -> Result<Updates, AppError> {
+    let (sender, peer_id) = (send.sender, send.peer_id);
+    // Already locked: this only tells whether the peer exists.
+    let locked = tx.lock_users(&[sender, peer_id]).await?;
+    if !locked.contains(&peer_id) {
+        return Err(DomainError::PeerIdInvalid.into());
+    }
+
+    // The random_id lookup and the block checks are one round trip (send_preflight).
+    let date = unix_now();
+    let (sender_blocked_peer, peer_blocked_sender, peer_archived_unmuted) = match tx
+        .send_preflight(sender, peer_id, send.random_id, date)
+        .await?
+    {
+        SendPreflight::New {
+            sender_blocked_peer,
+            peer_blocked_sender,
+            peer_archived_unmuted,
+        } => (
+            sender_blocked_peer,
+            peer_blocked_sender,
+            peer_archived_unmuted,
+        ),
+        SendPreflight::Retry(first, pts) => {
+            // A forwarded copy is another message, even with the same text.
+            if first.peer_id != peer_id
+                || first.text != send.text.as_str()
+                || first.fwd_from.is_some()
+                || first.media.is_some()
+            {
+                return Err(DomainError::RandomIdDuplicate.into());
+            }
+            return Ok(Updates::ShortSentMessage {
+                out: true,
+                id: first.id.get(),
+                pts: pts.get(),
+                pts_count: 1,
+                date: first.date,
+                entities: Vec::new(),
+            });
+        }
+    };
+
+    let recipient_gets_it = match send.peer {
+        ChatPeer::SelfChat => false,
+        ChatPeer::User(_) => {
+            if sender_blocked_peer {
+                return Err(DomainError::YouBlockedUser.into());
+            }
+            !peer_blocked_sender
+        }
+    };
+
+    let reply_to = match &send.reply {
+        Some(r) => {
+            let target = tx
+                .messages(sender, &[r.reply_to_msg_id])
+                .await?
+                .into_iter()
+                .find(|m| m.peer_id == peer_id)
+                .ok_or(DomainError::ReplyMessageIdInvalid)?;
+            let header = ReplyHeader {
+                reply_to_msg_id: target.id,
+                quote_text: r.quote_text.as_ref().map(|q| q.as_str().to_string()),
+                quote_entities: r.quote_entities.clone().into_vec(),
+                quote_offset: r.quote_offset,
+            };
+            Some((header, target.message_id))
+        }
+        None => None,
+    };
+
+    let outgoing = Outgoing {
+        random_id: send.random_id,
+        date,
+        text: send.text.as_str().to_string(),
+        entities: send.entities.clone().into_vec(),
+        silent: send.silent,
+        noforwards: send.noforwards,
+        reply_to,
+        fwd_from: None,
+        media: None,
+        grouped_id: None,
+    };
+    let (sent, pts) = deliver(
+        tx,
+        sender,
+        peer_id,
+        outgoing,
+        recipient_gets_it,
+        send.origin,
+    )
+    .await?;
+    if recipient_gets_it && peer_archived_unmuted {
+        unarchive_for_recipient(tx, peer_id, sender, send.origin).await?;
+    }
+    Ok(Updates::ShortSentMessage {
+        out: true,
+        id: sent.id.get(),
+        pts: pts.get(),
+        pts_count: 1,
+        date: sent.date,
+        entities: Vec::new(),
+    })
 }

@@ -52,7 +52,20 @@ pub struct PgWriteTx {
     events: Vec<PendingEvent>,
     /// A message id `send_preflight` fetched with its reads, for the send's `next_message_id`.
     prefetched_message_id: Option<MessageId>,
+    /// What the in-memory state was at the last `savepoint` (None: no savepoint open).
+    mark: Option<Mark>,
 }
+
+/// The in-memory half of a savepoint: Postgres undoes the rows, this undoes the counters and the
+/// buffered events.
+#[derive(Debug)]
+struct Mark {
+    counters: HashMap<UserId, Counters>,
+    events: usize,
+}
+
+// One savepoint name (`ptslog_send`): each `savepoint` releases the previous mark and sets a new
+// one, so a batch's transaction never nests more than one level deep.
 
 impl PgWriteTx {
     pub async fn begin(pool: &PgPool) -> Result<Self, StoreError> {
@@ -63,7 +76,42 @@ impl PgWriteTx {
             counters: HashMap::new(),
             events: Vec::new(),
             prefetched_message_id: None,
+            mark: None,
         })
+    }
+
+    /// Locks the accounts' sequence rows in one ascending statement (skipping rows other
+    /// transactions hold when `skip_locked`) and keeps their counters.
+    async fn lock(
+        &mut self,
+        users: &[UserId],
+        skip_locked: bool,
+    ) -> Result<Vec<UserId>, StoreError> {
+        self.requested = Some(users.iter().copied().collect());
+        let raw: Vec<i64> = users.iter().map(|u| u.get()).collect();
+        let sql = if skip_locked {
+            "SELECT user_id, pts, box_id FROM user_sequences WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE SKIP LOCKED"
+        } else {
+            "SELECT user_id, pts, box_id FROM user_sequences WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE"
+        };
+        let locked: Vec<(i64, i32, i32)> = sqlx::query_as(sql)
+            .bind(&raw)
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(db_error)?;
+        for (user, pts, box_id) in locked {
+            let user = rows::user_id(user, "user_sequences.user_id")?;
+            self.counters.insert(
+                user,
+                Counters {
+                    locked_pts: pts,
+                    locked_box_id: box_id,
+                    pts,
+                    box_id,
+                },
+            );
+        }
+        Ok(self.locked_ids())
     }
 
     fn counters(&mut self, owner: UserId) -> Result<&mut Counters, StoreError> {
@@ -97,28 +145,16 @@ impl WriteTx for PgWriteTx {
                 "lock_users called again with new accounts".into(),
             ));
         }
-        self.requested = Some(users.iter().copied().collect());
-        let raw: Vec<i64> = users.iter().map(|u| u.get()).collect();
-        let locked: Vec<(i64, i32, i32)> = sqlx::query_as(
-            "SELECT user_id, pts, box_id FROM user_sequences WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE",
-        )
-        .bind(&raw)
-        .fetch_all(&mut *self.tx)
-        .await
-        .map_err(db_error)?;
-        for (user, pts, box_id) in locked {
-            let user = rows::user_id(user, "user_sequences.user_id")?;
-            self.counters.insert(
-                user,
-                Counters {
-                    locked_pts: pts,
-                    locked_box_id: box_id,
-                    pts,
-                    box_id,
-                },
-            );
+        self.lock(users, false).await
+    }
+
+    async fn try_lock_users(&mut self, users: &[UserId]) -> Result<Vec<UserId>, StoreError> {
+        if self.requested.is_some() {
+            return Err(StoreError::Bug(
+                "try_lock_users called after accounts were locked".into(),
+            ));
         }
-        Ok(self.locked_ids())
+        self.lock(users, true).await
     }
 
     async fn find_by_random_id(
@@ -525,6 +561,40 @@ impl WriteTx for PgWriteTx {
             StoreError::Bug(format!("user {owner} was not locked in this transaction"))
         })?;
         rows::pts(c.pts)
+    }
+
+    async fn savepoint(&mut self) -> Result<(), StoreError> {
+        // One round trip (a query without parameters goes by the simple protocol, which takes both
+        // statements at once).
+        let sql = if self.mark.is_some() {
+            "RELEASE SAVEPOINT ptslog_send; SAVEPOINT ptslog_send"
+        } else {
+            "SAVEPOINT ptslog_send"
+        };
+        sqlx::Executor::execute(&mut *self.tx, sql)
+            .await
+            .map_err(db_error)?;
+        self.mark = Some(Mark {
+            counters: self.counters.clone(),
+            events: self.events.len(),
+        });
+        Ok(())
+    }
+
+    async fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
+        let Some(mark) = &self.mark else {
+            return Err(StoreError::Bug(
+                "rollback_to_savepoint without a savepoint".into(),
+            ));
+        };
+        sqlx::Executor::execute(&mut *self.tx, "ROLLBACK TO SAVEPOINT ptslog_send")
+            .await
+            .map_err(db_error)?;
+        self.counters = mark.counters.clone();
+        self.events.truncate(mark.events);
+        // A message id fetched by the undone send stays unused (ids only need to be unique).
+        self.prefetched_message_id = None;
+        Ok(())
     }
 
     /// The counters and the buffered events in one statement (a data-modifying CTE), then COMMIT.

@@ -1,0 +1,247 @@
+//! Group commit of `messages.sendMessage` (docs/performance.md, "Group commit"): concurrent sends
+//! share one transaction, so one BEGIN, one lock statement, one counters + events statement and
+//! one WAL flush serve them all.
+//!
+//! A dispatcher takes the sends waiting in a queue (up to [`SendBatchConfig::max`], after waiting
+//! at most [`SendBatchConfig::wait`] for more) whenever one of its [`SendBatchConfig::committers`]
+//! is free, and a committer runs the batch: it locks the union of the batch's accounts in one
+//! ascending statement without waiting (`SKIP LOCKED`: a send with an account another transaction
+//! holds leaves the batch and runs alone, so a busy account never stalls the others' sends, and a
+//! batch never waits while holding locks), runs each send in queue order after a savepoint, rolls a
+//! failing send back to its savepoint (it is answered with its own error, its neighbours go on),
+//! and commits once. The counters stay in the transaction's memory across the batch, so each
+//! account's pts stay dense and in commit order; a random_id repeated within the batch finds the
+//! earlier send's box (same transaction) and is answered with it. Nobody is answered before the
+//! commit, so a crash loses only unanswered sends. If the batch itself fails (its BEGIN, lock,
+//! savepoint or commit), nothing of it was committed — or, if the commit's outcome is unknown,
+//! every send of it is idempotent by random_id — and each send is run again alone.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+
+use super::send_message::{send_alone, send_locked, PreparedSend};
+use crate::error::AppError;
+use crate::ports::{Store, StoreError};
+use crate::tl::Updates;
+
+/// Whether sends are batched unless configured otherwise (`PTSLOG_SEND_BATCH_MAX` turns it on
+/// or, with 0, off). Off until the bench shows it faster than one transaction per send on the
+/// reference machine (docs/performance.md, "Group commit").
+pub const SEND_BATCHING_BY_DEFAULT: bool = false;
+/// Sends per batch by default.
+pub const DEFAULT_SEND_BATCH_MAX: usize = 32;
+/// The most sends one batch may hold: each send that writes is a subtransaction, and Postgres
+/// caches 64 subtransaction ids per backend (`PGPROC_MAX_CACHED_SUBXIDS`); past that every other
+/// backend's snapshot has to consult `pg_subtrans`.
+pub const MAX_SEND_BATCH: usize = 64;
+/// How long a batch waits for more sends after its first, by default: none. Sends that arrive
+/// while every committer is busy wait for one anyway, and are taken together when one is free.
+pub const DEFAULT_SEND_BATCH_WAIT: Duration = Duration::ZERO;
+/// The longest wait that may be configured: each send's latency grows by up to this much.
+pub const MAX_SEND_BATCH_WAIT: Duration = Duration::from_millis(10);
+/// Batches in flight at once by default: while one waits for its commit's flush, the next runs.
+pub const DEFAULT_SEND_BATCH_COMMITTERS: usize = 2;
+/// The most batches in flight (each holds a write connection).
+pub const MAX_SEND_BATCH_COMMITTERS: usize = 16;
+
+/// How sends are batched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendBatchConfig {
+    /// Sends per batch, 1..=[`MAX_SEND_BATCH`].
+    pub max: usize,
+    /// How long a batch waits for more sends after its first, up to [`MAX_SEND_BATCH_WAIT`].
+    pub wait: Duration,
+    /// Batches in flight at once, 1..=[`MAX_SEND_BATCH_COMMITTERS`].
+    pub committers: usize,
+}
+
+impl Default for SendBatchConfig {
+    fn default() -> Self {
+        Self {
+            max: DEFAULT_SEND_BATCH_MAX,
+            wait: DEFAULT_SEND_BATCH_WAIT,
+            committers: DEFAULT_SEND_BATCH_COMMITTERS,
+        }
+    }
+}
+
+/// A configuration out of its bounds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendBatchConfigError {
+    #[error("a batch holds 1 to {MAX_SEND_BATCH} sends, not {0}")]
+    Max(usize),
+    #[error("a batch waits at most {} µs, not {} µs", MAX_SEND_BATCH_WAIT.as_micros(), .0.as_micros())]
+    Wait(Duration),
+    #[error("1 to {MAX_SEND_BATCH_COMMITTERS} batches may be in flight, not {0}")]
+    Committers(usize),
+}
+
+impl SendBatchConfig {
+    pub fn checked(self) -> Result<Self, SendBatchConfigError> {
+        if !(1..=MAX_SEND_BATCH).contains(&self.max) {
+            return Err(SendBatchConfigError::Max(self.max));
+        }
+        if self.wait > MAX_SEND_BATCH_WAIT {
+            return Err(SendBatchConfigError::Wait(self.wait));
+        }
+        if !(1..=MAX_SEND_BATCH_COMMITTERS).contains(&self.committers) {
+            return Err(SendBatchConfigError::Committers(self.committers));
+        }
+        Ok(self)
+    }
+}
+
+/// A send waiting for its batch, and where its answer goes.
+struct Queued {
+    send: PreparedSend,
+    answer: oneshot::Sender<Result<Updates, AppError>>,
+}
+
+/// The queue in front of the committers. Dropping every clone ends the dispatcher.
+#[derive(Clone)]
+pub(crate) struct SendBatches {
+    queue: mpsc::UnboundedSender<Queued>,
+    /// Sends in the queue, not yet taken into a batch.
+    queued: Arc<AtomicUsize>,
+}
+
+impl SendBatches {
+    /// Starts the dispatcher (on the current Tokio runtime).
+    pub(crate) fn start(store: Arc<dyn Store>, config: SendBatchConfig) -> Self {
+        let (queue, waiting) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(dispatch(store, config, waiting, queued.clone()));
+        Self { queue, queued }
+    }
+
+    /// Sends waiting for a batch (not yet taken by a committer).
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Runs the send in the next batch and answers it once that batch has committed.
+    pub(crate) async fn send(&self, send: PreparedSend) -> Result<Updates, AppError> {
+        let (answer, answered) = oneshot::channel();
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        self.queue
+            .send(Queued { send, answer })
+            .map_err(|_| StoreError::Bug("the send batch dispatcher has stopped".into()))?;
+        // Dropped unanswered only if the committer panicked: its transaction was rolled back.
+        answered
+            .await
+            .map_err(|_| StoreError::Bug("a send batch ended without answering".into()))?
+    }
+}
+
+async fn dispatch(
+    store: Arc<dyn Store>,
+    config: SendBatchConfig,
+    mut waiting: mpsc::UnboundedReceiver<Queued>,
+    queued: Arc<AtomicUsize>,
+) {
+    let committers = Arc::new(Semaphore::new(config.committers));
+    loop {
+        // A free committer first, then what is waiting: sends queue while all are busy.
+        let Ok(permit) = committers.clone().acquire_owned().await else {
+            return;
+        };
+        let Some(first) = waiting.recv().await else {
+            return;
+        };
+        let mut batch = vec![first];
+        let deadline = tokio::time::Instant::now() + config.wait;
+        while batch.len() < config.max {
+            match waiting.try_recv() {
+                Ok(q) => batch.push(q),
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+                Err(mpsc::error::TryRecvError::Empty) if config.wait.is_zero() => break,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    match tokio::time::timeout_at(deadline, waiting.recv()).await {
+                        Ok(Some(q)) => batch.push(q),
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+            }
+        }
+        queued.fetch_sub(batch.len(), Ordering::Relaxed);
+        // A task per batch: a panic in one ends that batch (its sends answered with an error),
+        // not the dispatcher.
+        tokio::spawn(commit_batch(store.clone(), batch, permit));
+    }
+}
+
+async fn commit_batch(store: Arc<dyn Store>, batch: Vec<Queued>, _permit: OwnedSemaphorePermit) {
+    let mut batch = batch;
+    match run_batch(&store, &mut batch).await {
+        Ok(answers) => {
+            for (q, a) in batch.into_iter().zip(answers) {
+                // The caller may have gone (its request cancelled); the send stands.
+                let _ = q.answer.send(a);
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, sends = batch.len(), "a send batch failed; running its sends one by one");
+            let store = store.as_ref();
+            let alone = batch.into_iter().map(|q| async move {
+                let _ = q.answer.send(send_alone(store, &q.send).await);
+            });
+            futures::future::join_all(alone).await;
+        }
+    }
+}
+
+/// The batch in one transaction: the answers of its sends, in order, once committed; an error if
+/// the batch itself failed (then nothing of it is known to be committed and nobody was answered).
+/// The accounts are locked without waiting: a send with an account another transaction holds is
+/// taken out of the batch and run alone in a task of its own (waiting there like an unbatched
+/// send), so a busy account never holds up the other accounts' sends.
+async fn run_batch(
+    store: &Arc<dyn Store>,
+    batch: &mut Vec<Queued>,
+) -> Result<Vec<Result<Updates, AppError>>, StoreError> {
+    let mut accounts: Vec<_> = batch
+        .iter()
+        .flat_map(|q| [q.send.sender, q.send.peer_id])
+        .collect();
+    accounts.sort();
+    accounts.dedup();
+    let mut tx = store.begin().await?;
+    let locked = tx.try_lock_users(&accounts).await?;
+    let (ready, held): (Vec<Queued>, Vec<Queued>) = std::mem::take(batch)
+        .into_iter()
+        .partition(|q| locked.contains(&q.send.sender) && locked.contains(&q.send.peer_id));
+    *batch = ready;
+    for q in held {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let _ = q.answer.send(send_alone(store.as_ref(), &q.send).await);
+        });
+    }
+    if batch.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let [only] = batch.as_slice() {
+        // Alone: no savepoint; a failure rolls the transaction back.
+        let answer = send_locked(tx.as_mut(), &only.send).await;
+        if answer.is_ok() {
+            tx.commit().await?;
+        }
+        return Ok(vec![answer]);
+    }
+    let mut answers = Vec::with_capacity(batch.len());
+    for q in batch.iter() {
+        tx.savepoint().await?;
+        match send_locked(tx.as_mut(), &q.send).await {
+            Ok(a) => answers.push(Ok(a)),
+            Err(e) => {
+                tx.rollback_to_savepoint().await?;
+                answers.push(Err(e));
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(answers)
+}

@@ -1,0 +1,357 @@
+//! Group commit of sends (application/src/commands/send_batch.rs): concurrent sends between
+//! overlapping pairs share transactions and keep every account's pts dense; each send is answered
+//! once, with what committed; a failing send in a batch fails alone; a random_id repeated within a
+//! batch or across batches answers the first send; the log and the projections agree.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use application::commands::send_batch::SendBatchConfig;
+use futures::future::join_all;
+use ptslog_tests::{self_peer, Device, TestServer};
+use rand::Rng;
+use serde_json::{json, Value};
+
+use crate::send::{rid, three, ALICE, CAROL};
+
+const DAVE: &str = "+15550004";
+
+fn batching(
+    max: usize,
+    wait: Duration,
+    committers: usize,
+) -> impl FnOnce(&mut ptslog_server::config::Config) {
+    move |c| {
+        c.send_batch = Some(
+            SendBatchConfig {
+                max,
+                wait,
+                committers,
+            }
+            .checked()
+            .expect("valid batching"),
+        )
+    }
+}
+
+/// Every account's log is dense: each event's pts is the previous one's plus its pts_count, from
+/// 0, and `user_sequences` ends where the log does.
+async fn assert_logs_dense(s: &TestServer) {
+    let gaps: Vec<(i64, i32, i32)> = sqlx::query_as(
+        "SELECT user_id, pts, prev FROM ( \
+           SELECT user_id, pts, pts_count, \
+                  coalesce(lag(pts) OVER (PARTITION BY user_id ORDER BY pts), 0) AS prev \
+           FROM user_update_events) e \
+         WHERE pts - pts_count <> prev",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert!(gaps.is_empty(), "gaps in the logs: {gaps:?}");
+    let behind: Vec<(i64, i32, Option<i32>)> = sqlx::query_as(
+        "SELECT s.user_id, s.pts, (SELECT max(pts) FROM user_update_events e WHERE e.user_id = s.user_id) \
+         FROM user_sequences s \
+         WHERE s.pts <> coalesce((SELECT max(pts) FROM user_update_events e WHERE e.user_id = s.user_id), 0)",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert!(behind.is_empty(), "counters and logs differ: {behind:?}");
+}
+
+async fn assert_projections_match_the_log(s: &TestServer) {
+    let report = projections::verify::verify(&s.pool).await.expect("verify");
+    assert!(report.is_clean(), "verify: {:?}", report.differences);
+}
+
+/// Waits until the server's send queue holds `n` sends (nothing takes them while the one
+/// committer is busy).
+async fn wait_queued(s: &TestServer, n: usize) {
+    for _ in 0..2000 {
+        if s.app.sends_queued() == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!(
+        "the send queue never held {n} (it holds {})",
+        s.app.sends_queued()
+    );
+}
+
+/// Waits until some backend waits for a row lock.
+async fn wait_lock_waiter(s: &TestServer) {
+    for _ in 0..2000 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("no send ever waited for the held lock");
+}
+
+/// The answer of call `n`, which must have succeeded.
+fn answered(answers: &[(u16, Value)], n: usize) -> Value {
+    assert_eq!(answers[n].0, 200, "send {n}: {}", answers[n].1);
+    answers[n].1.clone()
+}
+
+/// (status, error_message) of call `n`.
+fn refused(answers: &[(u16, Value)], n: usize) -> (u16, String) {
+    let message = answers[n].1["error_message"].as_str().unwrap_or_default();
+    (answers[n].0, message.to_string())
+}
+
+fn send_params(peer: &Value, text: &str, random_id: i64) -> Value {
+    json!({"peer": peer, "message": text, "random_id": random_id})
+}
+
+#[tokio::test]
+async fn concurrent_sends_between_overlapping_pairs_share_commits_and_keep_pts_dense() {
+    let s = TestServer::start_with(batching(32, Duration::from_micros(1000), 2)).await;
+    const ACCOUNTS: usize = 8;
+    const LOOPS_PER_ACCOUNT: usize = 4;
+    const SENDS_PER_LOOP: usize = 8;
+    let mut devices = Vec::new();
+    for i in 0..ACCOUNTS {
+        devices.push(s.login(&format!("+1555010{i}"), &format!("User{i}")).await);
+    }
+    // Every account's peer of every account (itself: Saved Messages).
+    let mut peers: Vec<Vec<Value>> = Vec::new();
+    for d in &devices {
+        let mut row = Vec::new();
+        for (j, _) in devices.iter().enumerate() {
+            row.push(if devices[j].user_id == d.user_id {
+                self_peer()
+            } else {
+                d.peer_of(&format!("+1555010{j}")).await
+            });
+        }
+        peers.push(row);
+    }
+
+    // (sender index, params, answer)
+    let mut loops = Vec::new();
+    for (i, d) in devices.iter().enumerate() {
+        for l in 0..LOOPS_PER_ACCOUNT {
+            let d: Device = d.clone();
+            let peers = peers[i].clone();
+            loops.push(tokio::spawn(async move {
+                let mut done = Vec::new();
+                for n in 0..SENDS_PER_LOOP {
+                    let to = rand::thread_rng().gen_range(0..ACCOUNTS);
+                    let params = send_params(&peers[to], &format!("{i}:{l}:{n}"), rid());
+                    let answer = d.rpc("messages.sendMessage", params.clone()).await;
+                    done.push((i, to, params, answer));
+                }
+                done
+            }));
+        }
+    }
+    let mut sent = Vec::new();
+    for l in join_all(loops).await {
+        sent.extend(l.expect("sender loop"));
+    }
+    let total = ACCOUNTS * LOOPS_PER_ACCOUNT * SENDS_PER_LOOP;
+    assert_eq!(sent.len(), total);
+
+    // Each answer is the sender's box of that random_id, at that pts; no id or pts answered twice.
+    let mut seen: HashMap<usize, (HashSet<i64>, HashSet<i64>)> = HashMap::new();
+    for (i, _, params, answer) in &sent {
+        assert_eq!(answer["_"], "updateShortSentMessage", "{answer}");
+        let (id, pts) = (
+            answer["id"].as_i64().unwrap(),
+            answer["pts"].as_i64().unwrap(),
+        );
+        let (ids, ptss) = seen.entry(*i).or_default();
+        assert!(ids.insert(id), "box id {id} answered twice to account {i}");
+        assert!(ptss.insert(pts), "pts {pts} answered twice to account {i}");
+        let row: (i32, i32, String) = sqlx::query_as(
+            "SELECT box_id, pts, text FROM message_boxes WHERE owner_user_id = $1 AND random_id = $2",
+        )
+        .bind(devices[*i].user_id)
+        .bind(params["random_id"].as_i64().unwrap())
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            (i64::from(row.0), i64::from(row.1), row.2.as_str()),
+            (id, pts, params["message"].as_str().unwrap())
+        );
+    }
+    let self_sends = sent.iter().filter(|(i, to, _, _)| i == to).count();
+    let boxes: i64 = sqlx::query_scalar("SELECT count(*) FROM message_boxes")
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+    assert_eq!(boxes as usize, 2 * total - self_sends);
+    assert_logs_dense(&s).await;
+
+    // The sends shared transactions: fewer commits than sends.
+    let commits: i64 = sqlx::query_scalar(
+        "SELECT count(DISTINCT xmin::text) FROM user_update_events WHERE kind = 'new_message'",
+    )
+    .fetch_one(&s.pool)
+    .await
+    .unwrap();
+    assert!(
+        (commits as usize) < total,
+        "{commits} transactions for {total} sends: nothing was batched"
+    );
+
+    // Retries of some of them, all at once (batched among themselves): the first answers, nothing
+    // appended.
+    let events_before: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events")
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+    let retries = sent.iter().step_by(7).map(|(i, _, params, first)| {
+        let d = devices[*i].clone();
+        let params = params.clone();
+        let first = first.clone();
+        async move {
+            let again = d.rpc("messages.sendMessage", params).await;
+            assert_eq!(again, first);
+        }
+    });
+    join_all(retries).await;
+    let events_after: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events")
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+    assert_eq!(events_after, events_before);
+    assert_logs_dense(&s).await;
+    assert_projections_match_the_log(&s).await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_failing_send_fails_alone_and_a_repeated_random_id_answers_the_first() {
+    // One committer and no waiting: the sends queued while it is busy make the next batch.
+    let s = TestServer::start_with(batching(32, Duration::ZERO, 1)).await;
+    let (alice, bob, carol, to_bob, to_carol) = three(&s).await;
+    let dave = s.login(DAVE, "Dave").await;
+    let bob_to_alice = bob.peer_of(ALICE).await;
+    let bob_to_carol = bob.peer_of(CAROL).await;
+    let carol_to_alice = carol.peer_of(ALICE).await;
+    carol
+        .rpc("contacts.block", json!({"id": carol_to_alice}))
+        .await;
+    // A send that fails inside the transaction after writing: the recipient's copy of "poison"
+    // raises, once the sender's copy (a row, a dialog, the sender's counters) is in.
+    sqlx::raw_sql(
+        "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.text = 'poison' AND NOT NEW.outgoing THEN RAISE EXCEPTION 'poisoned'; END IF; \
+         RETURN NEW; END $$; \
+         CREATE TRIGGER poison AFTER INSERT ON message_boxes FOR EACH ROW EXECUTE FUNCTION poison();",
+    )
+    .execute(&s.pool)
+    .await
+    .unwrap();
+    let alice_pts = crate::send::pts(&alice).await;
+
+    // Hold the committer: Dave's Saved Messages dialog row is locked here, so his send (alone in
+    // its batch, his account locked) waits in the middle of its transaction.
+    dave.send(&self_peer(), "saved").await;
+    let mut hold = s.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM dialogs WHERE user_id = $1 FOR UPDATE")
+        .bind(dave.user_id)
+        .execute(&mut *hold)
+        .await
+        .unwrap();
+    let blocker = {
+        let dave = dave.clone();
+        tokio::spawn(async move { dave.send(&self_peer(), "blocker").await })
+    };
+    wait_queued(&s, 0).await;
+    wait_lock_waiter(&s).await;
+
+    // Queued one by one, so the batch runs them in this order.
+    let (r1, r2, r3) = (rid(), rid(), rid());
+    let queue: Vec<(&Device, Value)> = vec![
+        (&alice, send_params(&to_bob, "a1", r1)),
+        (&alice, send_params(&to_bob, "poison", r2)),
+        (&alice, send_params(&to_bob, "a1", r1)),
+        (&carol, send_params(&carol_to_alice, "blocked", rid())),
+        (&bob, send_params(&bob_to_alice, "b1", rid())),
+        (&alice, send_params(&to_bob, "a2", r3)),
+        (&alice, send_params(&to_carol, "a1", r1)),
+        (&bob, send_params(&bob_to_carol, "b2", rid())),
+    ];
+    let mut calls = Vec::new();
+    for (n, (d, params)) in queue.into_iter().enumerate() {
+        let d = d.clone();
+        calls.push(tokio::spawn(async move {
+            d.call("messages.sendMessage", params).await
+        }));
+        wait_queued(&s, n + 1).await;
+    }
+    hold.commit().await.unwrap();
+    blocker.await.unwrap();
+    let mut answers = Vec::new();
+    for c in calls {
+        answers.push(c.await.unwrap());
+    }
+
+    let ok = |n: usize| answered(&answers, n);
+    let error = |n: usize| refused(&answers, n);
+    // Alice's pts run on across the failed send: a1, then Bob's b1, then a2.
+    assert_eq!(ok(0)["pts"].as_i64(), Some(alice_pts + 1));
+    assert_eq!(ok(5)["pts"].as_i64(), Some(alice_pts + 3));
+    assert_ne!(answers[1].0, 200, "the poisoned send: {}", answers[1].1);
+    assert_eq!(answers[1].1["_"], "rpc_error");
+    // The repeat within the batch is the first send's answer.
+    assert_eq!(ok(2), ok(0));
+    assert_eq!(error(3), (400, "YOU_BLOCKED_USER".to_string()));
+    ok(4);
+    // The same random_id to another chat is another message: refused.
+    assert_eq!(error(6), (400, "RANDOM_ID_DUPLICATE".to_string()));
+    ok(7);
+
+    // All that committed, committed together; nothing of the poisoned or refused sends remains.
+    let txs: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT xmin::text FROM user_update_events \
+         WHERE kind = 'new_message' AND payload->'message'->>'text' IN ('a1', 'b1', 'a2', 'b2')",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(txs.len(), 1, "one transaction for the batch: {txs:?}");
+    let texts: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT owner_user_id, text FROM message_boxes WHERE owner_user_id <> $1 ORDER BY owner_user_id, box_id",
+    )
+    .bind(dave.user_id)
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    let (a, b, c) = (alice.user_id, bob.user_id, carol.user_id);
+    let want: Vec<(i64, String)> = [
+        (a, "a1"),
+        (a, "b1"),
+        (a, "a2"),
+        (b, "a1"),
+        (b, "b1"),
+        (b, "a2"),
+        (b, "b2"),
+        (c, "b2"),
+    ]
+    .into_iter()
+    .map(|(o, t)| (o, t.to_string()))
+    .collect();
+    assert_eq!(texts, want);
+    assert_logs_dense(&s).await;
+    assert_projections_match_the_log(&s).await;
+
+    // A retry in a later batch answers the first send too.
+    let again = alice
+        .rpc("messages.sendMessage", send_params(&to_bob, "a1", r1))
+        .await;
+    assert_eq!(again, ok(0));
+    s.stop().await;
+}
