@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod explain;
 pub mod live;
 pub mod loader;
+pub mod mtproto_load;
 pub mod pgbench;
 pub mod readsql;
 pub mod report;
@@ -156,15 +157,31 @@ struct Db {
     base: String,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     work: Workload,
+    /// The MTProto front of the same server, and its listener's task.
+    mt: Option<(mtproto_load::MtTarget, tokio::task::JoinHandle<()>)>,
 }
 
 async fn open_db(opts: &Options, name: &str) -> anyhow::Result<Db> {
     setup::create_database(&opts.admin_url, name).await?;
     let url = setup::database_url(&opts.admin_url, name);
     let config = setup::server_config(&url, &opts.redis_url, name, opts.db_max_connections)?;
-    let running = ptslog_server::start(&config)
+    let mut running = ptslog_server::start(&config)
         .await
         .context("starting the server")?;
+    running
+        .start_mtproto(&config)
+        .await
+        .context("starting the MTProto front")?;
+    let mt = match (running.mtproto.take(), running.mtproto_key.get()) {
+        (Some((addr, task)), Some(info)) => {
+            let key = mtproto::crypto::PublicKey::new(
+                &hex::decode(&info.modulus_hex)?,
+                &hex::decode(&info.exponent_hex)?,
+            );
+            Some((mtproto_load::MtTarget { addr, key }, task))
+        }
+        _ => None,
+    };
     let users = setup::create_users(&running.app, &running.pool, opts.users).await?;
     let work = Workload::new(
         users,
@@ -179,6 +196,7 @@ async fn open_db(opts: &Options, name: &str) -> anyhow::Result<Db> {
         base: format!("http://{}", running.addr),
         server: running.task,
         work,
+        mt,
     })
 }
 
@@ -198,6 +216,9 @@ impl Db {
 
     async fn close(self, opts: &Options) {
         self.server.abort();
+        if let Some((_, task)) = &self.mt {
+            task.abort();
+        }
         self.pool.close().await;
         if !opts.keep_db {
             if let Err(e) = setup::drop_database(&opts.admin_url, &self.name).await {
@@ -274,6 +295,7 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
     let result = run_phases(&mut ctx, &main, &ts).await;
     main.close(&ctx.opts).await;
     let _ = std::fs::remove_dir_all(&ctx.work_dir);
+    let _ = std::fs::remove_file(setup::mtproto_key_file());
     result?;
 
     ctx.report.machine.load_average_at_end = report::load_average();
@@ -783,10 +805,28 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
     let duration = ctx.opts.duration;
     let n = db.work.users.len();
     let c = READ_CONCURRENCY.min(n);
+    // The MTProto connections: key exchanges and sign-ins, before anything is measured.
+    let mt = match &db.mt {
+        Some((target, _)) => {
+            let load = mtproto_load::MtLoad::start(target.clone(), db.work.clone(), c)
+                .await
+                .context("opening the MTProto load's connections")?;
+            ctx.log(format!(
+                "  MTProto load: {} connections signed in, {} workers",
+                load.connections, load.workers
+            ));
+            Some(load)
+        }
+        None => None,
+    };
     // Warm every op up (connections, prepared statements, the token cache), then let the
     // warm-up's statistics reach pg_stat_database before the first measurement.
     for op in readsql::ReadOp::ALL {
         http_reads(db, op, c, Duration::from_millis(300)).await?;
+        if let Some(mt) = &mt {
+            mt.run(op, Duration::from_millis(300), Duration::ZERO)
+                .await?;
+        }
     }
     // The round-trip count waits for the statistics; the quick run leaves it out.
     let count_trips = !ctx.opts.quick;
@@ -823,6 +863,9 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
             cpu_us.map_or("?".into(), |us| format!("{us:.0}")),
             per_call.map_or("?".into(), |t| format!("{t:.2}")),
         ));
+        if let Some(mt) = &mt {
+            mtproto_reads(ctx, db, mt, op, &name, http_rate, count_trips).await?;
+        }
         let Some(bin) = ctx.pgbench.clone() else {
             ctx.push(Phase::skipped(
                 &format!("{name}_pgbench"),
@@ -864,6 +907,57 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
     // After the last measurement: the checks' own statements would count in the next one.
     let checks = db.check("reads", since).await?;
     ctx.checks(checks);
+    Ok(())
+}
+
+/// The MTProto phase of one read: the same call in the same closed loops over the MTProto
+/// front (mtproto_load.rs), its server CPU and round trips per call measured as over HTTP, and
+/// its rate against the HTTP phase's just before.
+async fn mtproto_reads(
+    ctx: &mut Ctx,
+    db: &Db,
+    mt: &mtproto_load::MtLoad,
+    op: readsql::ReadOp,
+    name: &str,
+    http_rate: f64,
+    count_trips: bool,
+) -> anyhow::Result<()> {
+    let duration = ctx.opts.duration;
+    let tx_before = transactions(&db.pool).await?;
+    let (rec, elapsed, cpu_before, cpu_after) =
+        mt.run(op, duration, Duration::from_millis(300)).await?;
+    let mut per_call = None;
+    if count_trips {
+        tokio::time::sleep(STATS_SETTLE).await;
+        let statements = transactions(&db.pool).await? - tx_before - 2;
+        per_call = (rec.ok > 0).then(|| stats::round3(statements as f64 / rec.ok as f64));
+    }
+    let st = summarize(&rec, elapsed);
+    let cpu_us = cpu::server_us_per_op(cpu_before, cpu_after, st.ok);
+    let mut phase = Phase::new(
+        &format!("{name}_mtproto"),
+        "reads_mtproto",
+        json!({"concurrency": mt.workers, "front": "mtproto", "connections": mt.connections,
+            "server_cpu_us_per_op": cpu_us.map(stats::round1), "sql_round_trips_per_call": per_call}),
+    );
+    let rate = st.throughput_per_s;
+    phase.ops.insert(op.name().into(), st);
+    phase.wall_s = stats::round1(elapsed.as_secs_f64());
+    ctx.push(phase);
+    ctx.log(format!(
+        "  {:<28} MTProto: server CPU {} µs per call, {} SQL round trips per call",
+        op.name(),
+        cpu_us.map_or("?".into(), |us| format!("{us:.0}")),
+        per_call.map_or("?".into(), |t| format!("{t:.2}")),
+    ));
+    if http_rate > 0.0 {
+        ctx.report.ratios.push(Ratio {
+            name: format!("{} MTProto / HTTP, c={}", op.name(), mt.workers),
+            value: stats::round3(rate / http_rate),
+            numerator: rate,
+            denominator: http_rate,
+        });
+    }
     Ok(())
 }
 
@@ -1022,6 +1116,20 @@ fn targets(r: &mut Report) {
             target: format!("< {goal} ms"),
             value: v,
             met: v.map(|v| v < goal),
+            note: "not run".into(),
+        });
+    }
+    for op in readsql::ReadOp::ALL {
+        let v = r
+            .ratios
+            .iter()
+            .find(|x| x.name.starts_with(&format!("{} MTProto / HTTP", op.name())))
+            .map(|x| x.value);
+        out.push(Target {
+            name: format!("{} over MTProto / over HTTP", op.name()),
+            target: "≥ 0.9 (reads phases, same concurrency)".into(),
+            value: v,
+            met: v.map(|v| v >= 0.9),
             note: "not run".into(),
         });
     }

@@ -72,6 +72,21 @@ pub fn server_config(
             "PTSLOG_DB_MAX_CONNECTIONS".to_string(),
             max_connections.to_string(),
         ),
+        // The MTProto front on a free port (the reads phases load it), its RSA key made once per
+        // bench process, and no cap on the load generator's key exchanges.
+        ("PTSLOG_MTPROTO_ADDR".to_string(), "127.0.0.1:0".to_string()),
+        (
+            "PTSLOG_MTPROTO_KEY_FILE".to_string(),
+            mtproto_key_file().display().to_string(),
+        ),
+        (
+            "PTSLOG_MTPROTO_KEY_ENCRYPTION_KEY".to_string(),
+            hex::encode(rand::random::<[u8; 32]>()),
+        ),
+        (
+            "PTSLOG_MTPROTO_HANDSHAKES_PER_MINUTE".to_string(),
+            "1000000".to_string(),
+        ),
     ]);
     // Group commit as the environment says (e.g. PTSLOG_SEND_BATCH_MAX=0 to measure without it).
     for k in [
@@ -84,6 +99,11 @@ pub fn server_config(
         }
     }
     Config::from_vars(&vars)
+}
+
+/// The MTProto server key of this bench process's servers (removed by `run` at the end).
+pub fn mtproto_key_file() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("ptslog-bench-mtproto-{}.pem", std::process::id()))
 }
 
 /// One benchmark account with one device.
@@ -125,7 +145,8 @@ pub async fn create_users(app: &App, pool: &PgPool, n: usize) -> anyhow::Result<
     Ok(users)
 }
 
-fn phone(i: usize) -> String {
+/// The phone of account `i` (1-based: account ids follow the phones).
+pub fn phone(i: usize) -> String {
     format!("+1999{i:08}")
 }
 

@@ -63,6 +63,10 @@ async fn quick_run_has_every_phase_and_stays_correct() {
         "reads_messages_getDialogs_pgbench",
         "reads_messages_getMessages",
         "reads_messages_getMessages_pgbench",
+        "reads_messages_getHistory_mtproto",
+        "reads_updates_getDifference_mtproto",
+        "reads_messages_getDialogs_mtproto",
+        "reads_messages_getMessages_mtproto",
     ] {
         let p = phase(name);
         assert_eq!(p["status"], "ok", "{name}: {p}");
@@ -108,12 +112,49 @@ async fn quick_run_has_every_phase_and_stays_correct() {
         assert_eq!(p["status"], "skipped");
         assert_eq!(p["note"], live::NOT_RUN);
     }
-    // The sends' four, and each read's HTTP / pgbench of its SQL.
+    // The sends' four, each read's HTTP / pgbench of its SQL and its MTProto / HTTP.
     assert!(
-        json["ratios"].as_array().is_some_and(|r| r.len() == 8),
-        "in-process and HTTP ratios to pgbench: {}",
+        json["ratios"].as_array().is_some_and(|r| r.len() == 12),
+        "in-process and HTTP ratios to pgbench, MTProto to HTTP: {}",
         json["ratios"]
     );
+    // The MTProto phases: signed-in connections (each call's answer was checked to be one of
+    // its function's constructors, or it counts as an error above), the server's CPU measured.
+    for op in ["getHistory", "getDifference", "getDialogs", "getMessages"] {
+        let p = phases
+            .iter()
+            .find(|p| {
+                p["group"] == "reads_mtproto"
+                    && p["ops"]
+                        .as_object()
+                        .is_some_and(|o| o.keys().any(|k| k.starts_with(op)))
+            })
+            .unwrap_or_else(|| panic!("no MTProto phase of {op}"));
+        let params = &p["params"];
+        assert!(
+            params["connections"]
+                .as_u64()
+                .is_some_and(|n| n >= params["concurrency"].as_u64().unwrap_or(u64::MAX)),
+            "{p}"
+        );
+        assert!(
+            params["server_cpu_us_per_op"]
+                .as_f64()
+                .is_some_and(|us| us > 0.0),
+            "{p}"
+        );
+        let ratio = json["ratios"]
+            .as_array()
+            .and_then(|r| {
+                r.iter().find(|r| {
+                    r["name"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with(op) && n.contains("MTProto / HTTP"))
+                })
+            })
+            .unwrap_or_else(|| panic!("no MTProto / HTTP ratio of {op}"));
+        assert!(ratio["value"].as_f64().is_some_and(|v| v > 0.0), "{ratio}");
+    }
     assert!(json["targets"].as_array().is_some_and(|t| !t.is_empty()));
     let plans = json["explain"].as_array().expect("explain");
     assert!(

@@ -217,7 +217,7 @@ pub fn encode_result(
         &ty,
         unwrapped_for(schema, &ty, value),
         w,
-        function,
+        At::top(function),
         0,
     )
 }
@@ -256,14 +256,38 @@ fn unwrapped_for<'v>(schema: &Schema, ty: &ParamType, value: &'v Value) -> &'v V
 
 /// Writes a JSON object (`"_"` names the constructor) as a boxed TL object.
 pub fn encode_object(schema: &Schema, value: &Value, w: &mut Writer) -> Result<(), TlJsonError> {
-    encode_boxed(schema, value, w, "result", 0)
+    encode_boxed(schema, value, w, At::top("result"), 0)
+}
+
+/// Where a value being encoded sits (`object.field`), for an error message: spelled out only
+/// when an error needs it, never per field encoded.
+#[derive(Debug, Clone, Copy)]
+struct At<'a> {
+    object: &'a str,
+    field: Option<&'a str>,
+}
+
+impl<'a> At<'a> {
+    fn top(name: &'a str) -> Self {
+        Self {
+            object: name,
+            field: None,
+        }
+    }
+
+    fn text(self) -> String {
+        match self.field {
+            Some(f) => format!("{}.{f}", self.object),
+            None => self.object.to_string(),
+        }
+    }
 }
 
 fn encode_boxed(
     schema: &Schema,
     value: &Value,
     w: &mut Writer,
-    path: &str,
+    path: At<'_>,
     depth: usize,
 ) -> Result<(), TlJsonError> {
     if depth > MAX_DEPTH {
@@ -272,7 +296,7 @@ fn encode_boxed(
     let name = value
         .get("_")
         .and_then(Value::as_str)
-        .ok_or_else(|| TlJsonError::WrongValue(path.to_string(), "an object with \"_\""))?;
+        .ok_or_else(|| TlJsonError::WrongValue(path.text(), "an object with \"_\""))?;
     match name {
         "boolTrue" => {
             w.u32(BOOL_TRUE);
@@ -304,7 +328,10 @@ fn encode_fields(
 ) -> Result<(), TlJsonError> {
     for p in &c.params {
         let field = value.get(&p.name);
-        let path = || format!("{}.{}", c.name, p.name);
+        let path = At {
+            object: &c.name,
+            field: Some(&p.name),
+        };
         match &p.ty {
             ParamType::Flags => {
                 let mut bits = 0u32;
@@ -338,13 +365,13 @@ fn encode_fields(
                 };
                 if set {
                     if let Some(v) = field {
-                        encode_value(schema, inner, v, w, &path(), depth + 1)?;
+                        encode_value(schema, inner, v, w, path, depth + 1)?;
                     }
                 }
             }
             ty => match field {
-                Some(v) if !v.is_null() => encode_value(schema, ty, v, w, &path(), depth + 1)?,
-                _ => encode_zero(ty, w, &path())?,
+                Some(v) if !v.is_null() => encode_value(schema, ty, v, w, path, depth + 1)?,
+                _ => encode_zero(ty, w, path)?,
             },
         }
     }
@@ -352,7 +379,7 @@ fn encode_fields(
 }
 
 /// A required parameter the object left out: its type's zero.
-fn encode_zero(ty: &ParamType, w: &mut Writer, path: &str) -> Result<(), TlJsonError> {
+fn encode_zero(ty: &ParamType, w: &mut Writer, path: At<'_>) -> Result<(), TlJsonError> {
     match ty {
         ParamType::Int => w.i32(0),
         ParamType::Long => w.i64(0),
@@ -363,7 +390,7 @@ fn encode_zero(ty: &ParamType, w: &mut Writer, path: &str) -> Result<(), TlJsonE
         ParamType::Bool => w.bool(false),
         ParamType::Vector(_) => w.u32(VECTOR).i32(0),
         ParamType::BareVector(_) => w.i32(0),
-        _ => return Err(TlJsonError::Missing(path.to_string())),
+        _ => return Err(TlJsonError::Missing(path.text())),
     };
     Ok(())
 }
@@ -387,13 +414,13 @@ fn encode_value(
     ty: &ParamType,
     v: &Value,
     w: &mut Writer,
-    path: &str,
+    path: At<'_>,
     depth: usize,
 ) -> Result<(), TlJsonError> {
     if depth > MAX_DEPTH {
         return Err(TlJsonError::TooDeep);
     }
-    let wrong = |what| TlJsonError::WrongValue(path.to_string(), what);
+    let wrong = |what| TlJsonError::WrongValue(path.text(), what);
     match ty {
         ParamType::Int => {
             let n = as_i64(v).ok_or_else(|| wrong("int"))?;
