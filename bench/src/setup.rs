@@ -57,7 +57,18 @@ pub fn server_config(
     db_name: &str,
     max_connections: u32,
 ) -> anyhow::Result<Config> {
-    let vars = HashMap::from([
+    server_config_with(db_url, redis_url, db_name, max_connections, &[])
+}
+
+/// [`server_config`] with more settings (`PTSLOG_*` variables), which win over the bench's.
+pub fn server_config_with(
+    db_url: &str,
+    redis_url: &str,
+    db_name: &str,
+    max_connections: u32,
+    extra: &[(String, String)],
+) -> anyhow::Result<Config> {
+    let mut vars = HashMap::from([
         ("DATABASE_URL".to_string(), db_url.to_string()),
         ("REDIS_URL".to_string(), redis_url.to_string()),
         (
@@ -73,6 +84,7 @@ pub fn server_config(
             max_connections.to_string(),
         ),
     ]);
+    vars.extend(extra.iter().cloned());
     Config::from_vars(&vars)
 }
 
@@ -115,7 +127,8 @@ pub async fn create_users(app: &App, pool: &PgPool, n: usize) -> anyhow::Result<
     Ok(users)
 }
 
-fn phone(i: usize) -> String {
+/// The phone of bench account `i` (1-based).
+pub fn phone(i: usize) -> String {
     format!("+1999{i:08}")
 }
 

@@ -108,11 +108,26 @@ async fn quick_run_has_every_phase_and_stays_correct() {
         assert_eq!(p["status"], "skipped");
         assert_eq!(p["note"], live::NOT_RUN);
     }
-    // The sends' four, and each read's HTTP / pgbench of its SQL.
-    assert!(
-        json["ratios"].as_array().is_some_and(|r| r.len() == 8),
+    // The sends' four, and each read's HTTP / pgbench of its SQL; then the media phase's.
+    let (media_ratios, others): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = json["ratios"]
+        .as_array()
+        .expect("ratios")
+        .iter()
+        .partition(|r| r["name"].as_str().is_some_and(|n| n.starts_with("media ")));
+    assert_eq!(
+        others.len(),
+        8,
         "in-process and HTTP ratios to pgbench: {}",
         json["ratios"]
+    );
+    assert!(media_ratios.len() >= 5, "media ratios: {media_ratios:?}");
+    let media = phase("media");
+    assert_eq!(media["status"], "ok", "{media}");
+    assert!(
+        media["params"]["transfers"]
+            .as_array()
+            .is_some_and(|t| t.len() >= 4),
+        "{media}"
     );
     assert!(json["targets"].as_array().is_some_and(|t| !t.is_empty()));
     let plans = json["explain"].as_array().expect("explain");
