@@ -8,6 +8,8 @@ pub mod cpu;
 pub mod explain;
 pub mod live;
 pub mod loader;
+pub mod media;
+pub mod mtclient;
 pub mod mtproto_load;
 pub mod pgbench;
 pub mod readsql;
@@ -57,6 +59,8 @@ pub struct Options {
     pub verbose: bool,
     /// Where `ptslog-bench-push` and `ptslog-bench-memory` left their JSON figures (see live.rs).
     pub live_results: Option<PathBuf>,
+    /// Run the media phase (media.rs) after the others.
+    pub media: bool,
 }
 
 impl Options {
@@ -81,6 +85,7 @@ impl Options {
             db_max_connections: 32,
             verbose: true,
             live_results: None,
+            media: true,
         }
     }
 
@@ -294,6 +299,10 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
 
     let result = run_phases(&mut ctx, &main, &ts).await;
     main.close(&ctx.opts).await;
+    let media = match (&result, ctx.opts.media) {
+        (Ok(()), true) => run_media(&mut ctx, &ts).await,
+        _ => None,
+    };
     let _ = std::fs::remove_dir_all(&ctx.work_dir);
     let _ = std::fs::remove_file(setup::mtproto_key_file());
     result?;
@@ -309,6 +318,9 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
     }
     if let Some(md) = &ctx.opts.markdown {
         ctx.report.write_markdown(md)?;
+        if let Some(m) = &media {
+            m.write_markdown(md, &ctx.report.started_at, ctx.opts.quick)?;
+        }
         ctx.log(format!("wrote the figures into {}", md.display()));
     }
     ctx.log(format!(
@@ -321,6 +333,45 @@ pub async fn run(opts: Options) -> anyhow::Result<Report> {
         }
     ));
     Ok(ctx.report)
+}
+
+/// The media phase on a database of its own; its figures go in the report as phase `media` and
+/// its ratios. A failure is a failed check (the phase checks every byte it moves), not an abort.
+async fn run_media(ctx: &mut Ctx, ts: &str) -> Option<media::MediaFigures> {
+    let o = &ctx.opts;
+    let mut m = if o.quick {
+        media::MediaOptions::quick(&o.admin_url, &o.redis_url, &ctx.work_dir)
+    } else {
+        media::MediaOptions::full(&o.admin_url, &o.redis_url, &ctx.work_dir)
+    };
+    m.keep_db = o.keep_db;
+    m.verbose = o.verbose;
+    ctx.log("media: uploads, downloads, memory per download, photos");
+    let outcome = media::run(&m, &format!("ptslog_bench_{ts}_media")).await;
+    let (phase, check, figures) = match outcome {
+        Ok(f) => {
+            ctx.report.ratios.extend(f.ratios());
+            let detail = format!(
+                "{} transfers and {} slow downloads checked byte for byte",
+                f.transfers.len(),
+                f.memory.iter().map(|x| x.downloads).sum::<usize>()
+            );
+            (f.phase(), (true, detail), Some(f))
+        }
+        Err(e) => {
+            let mut p = Phase::skipped("media", "media", &format!("{e:#}"));
+            p.status = "failed".into();
+            (p, (false, format!("{e:#}")), None)
+        }
+    };
+    ctx.push(phase);
+    ctx.checks(vec![Check {
+        phase: "media".into(),
+        name: "media phase runs, every byte as uploaded".into(),
+        ok: check.0,
+        detail: check.1,
+    }]);
+    figures
 }
 
 async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {

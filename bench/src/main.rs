@@ -68,6 +68,13 @@ struct Args {
     /// The server's Postgres pool size (PTSLOG_DB_MAX_CONNECTIONS; default 32, the server's default).
     #[arg(long)]
     db_max_connections: Option<u32>,
+    /// Leave out the media phase (uploads, downloads, memory per download, photos).
+    #[arg(long)]
+    no_media: bool,
+    /// Run the media phase alone (JSON to --out, default bench-results/media.json; figures into
+    /// the <!-- media:begin --> region of --markdown).
+    #[arg(long, conflicts_with = "no_media")]
+    media_only: bool,
 }
 
 #[tokio::main]
@@ -81,7 +88,15 @@ async fn main() -> ExitCode {
         let rendered = std::fs::read_to_string(json)
             .map_err(anyhow::Error::from)
             .and_then(|t| Ok(serde_json::from_str::<ptslog_bench::report::Report>(&t)?))
-            .and_then(|r| r.write_markdown(md));
+            .and_then(|r| {
+                r.write_markdown(md)?;
+                match r.phase("media").map(|p| {
+                    serde_json::from_value::<ptslog_bench::media::MediaFigures>(p.params.clone())
+                }) {
+                    Some(Ok(m)) => m.write_markdown(md, &r.started_at, r.quick),
+                    _ => Ok(()),
+                }
+            });
         return match rendered {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -120,6 +135,23 @@ async fn main() -> ExitCode {
     opts.redis_url = args.redis_url;
     if let Some(v) = args.db_max_connections {
         opts.db_max_connections = v;
+    }
+    opts.media = !args.no_media;
+    if args.media_only {
+        if opts.out == Options::full().out || opts.out == Options::quick().out {
+            opts.out = Some(PathBuf::from(if args.quick {
+                "bench-results/media-quick.json"
+            } else {
+                "bench-results/media.json"
+            }));
+        }
+        return match ptslog_bench::media::run_alone(&opts).await {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ptslog-bench: media: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
     }
     match run(opts).await {
         Ok(report) if report.correctness_ok => ExitCode::SUCCESS,

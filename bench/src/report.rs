@@ -300,14 +300,19 @@ fn marker_line(doc: &str, marker: &str) -> Option<usize> {
 }
 
 pub fn replace_region(doc: &str, body: &str) -> anyhow::Result<String> {
-    let (Some(b), Some(e)) = (marker_line(doc, BEGIN_MARKER), marker_line(doc, END_MARKER)) else {
-        bail!("the document has no {BEGIN_MARKER} … {END_MARKER} region (each marker alone on its line)");
+    replace_marked(doc, BEGIN_MARKER, END_MARKER, body)
+}
+
+/// Replaces the region between the lines `begin` and `end` (each alone on its line) with `body`.
+pub fn replace_marked(doc: &str, begin: &str, end: &str, body: &str) -> anyhow::Result<String> {
+    let (Some(b), Some(e)) = (marker_line(doc, begin), marker_line(doc, end)) else {
+        bail!("the document has no {begin} … {end} region (each marker alone on its line)");
     };
     if e < b {
-        bail!("{END_MARKER} comes before {BEGIN_MARKER}");
+        bail!("{end} comes before {begin}");
     }
     Ok(format!(
-        "{}{BEGIN_MARKER}\n{}\n{}",
+        "{}{begin}\n{}\n{}",
         &doc[..b],
         body.trim_end(),
         &doc[e..]

@@ -57,6 +57,17 @@ pub fn server_config(
     db_name: &str,
     max_connections: u32,
 ) -> anyhow::Result<Config> {
+    server_config_with(db_url, redis_url, db_name, max_connections, &[])
+}
+
+/// [`server_config`] with more settings (`PTSLOG_*` variables), which win over the bench's.
+pub fn server_config_with(
+    db_url: &str,
+    redis_url: &str,
+    db_name: &str,
+    max_connections: u32,
+    extra: &[(String, String)],
+) -> anyhow::Result<Config> {
     let mut vars = HashMap::from([
         ("DATABASE_URL".to_string(), db_url.to_string()),
         ("REDIS_URL".to_string(), redis_url.to_string()),
@@ -98,6 +109,7 @@ pub fn server_config(
             vars.insert(k.to_string(), v);
         }
     }
+    vars.extend(extra.iter().cloned());
     Config::from_vars(&vars)
 }
 

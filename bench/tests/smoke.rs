@@ -112,12 +112,20 @@ async fn quick_run_has_every_phase_and_stays_correct() {
         assert_eq!(p["status"], "skipped");
         assert_eq!(p["note"], live::NOT_RUN);
     }
-    // The sends' four, each read's HTTP / pgbench of its SQL and its MTProto / HTTP.
-    assert!(
-        json["ratios"].as_array().is_some_and(|r| r.len() == 12),
+    // The sends' four, each read's HTTP / pgbench of its SQL and its MTProto / HTTP; then the
+    // media phase's.
+    let (media_ratios, others): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = json["ratios"]
+        .as_array()
+        .expect("ratios")
+        .iter()
+        .partition(|r| r["name"].as_str().is_some_and(|n| n.starts_with("media ")));
+    assert_eq!(
+        others.len(),
+        12,
         "in-process and HTTP ratios to pgbench, MTProto to HTTP: {}",
         json["ratios"]
     );
+    assert!(media_ratios.len() >= 5, "media ratios: {media_ratios:?}");
     // The MTProto phases: signed-in connections (each call's answer was checked to be one of
     // its function's constructors, or it counts as an error above), the server's CPU measured.
     for op in ["getHistory", "getDifference", "getDialogs", "getMessages"] {
@@ -155,6 +163,14 @@ async fn quick_run_has_every_phase_and_stays_correct() {
             .unwrap_or_else(|| panic!("no MTProto / HTTP ratio of {op}"));
         assert!(ratio["value"].as_f64().is_some_and(|v| v > 0.0), "{ratio}");
     }
+    let media = phase("media");
+    assert_eq!(media["status"], "ok", "{media}");
+    assert!(
+        media["params"]["transfers"]
+            .as_array()
+            .is_some_and(|t| t.len() >= 4),
+        "{media}"
+    );
     assert!(json["targets"].as_array().is_some_and(|t| !t.is_empty()));
     let plans = json["explain"].as_array().expect("explain");
     assert!(
