@@ -30,19 +30,28 @@ pub const RPC_DROP_ANSWER: u32 = 0x58e4a740;
 pub const RPC_ANSWER_UNKNOWN: u32 = 0x5e2ad36e;
 pub const HTTP_WAIT: u32 = 0x9299359f;
 
-/// Results larger than this travel gzip-packed.
+/// Results larger than this travel gzip-packed (file bytes apart).
 const GZIP_OVER: usize = 1024;
 
-/// `rpc_result` around an already serialized result (gzip-packed when large).
+/// `upload.file`: a piece of a file, whose bytes (photos, video, archives) are already compressed;
+/// gzipping up to 1 MiB of them per call cost the server more CPU than the rest of the call and
+/// saved nothing, so they travel as they are (Telegram's servers do the same).
+const UPLOAD_FILE: u32 = 0x096a18d5;
+
+/// `rpc_result` around an already serialized result: gzip-packed when large, unless it is file
+/// bytes or packing would not make it smaller.
 pub fn rpc_result(req_msg_id: i64, result: &[u8]) -> Vec<u8> {
     let mut w = Writer::new();
     w.u32(RPC_RESULT).i64(req_msg_id);
-    if result.len() > GZIP_OVER {
+    let file_bytes = result.get(..4) == Some(&UPLOAD_FILE.to_le_bytes()[..]);
+    if result.len() > GZIP_OVER && !file_bytes {
         let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
         if gz.write_all(result).is_ok() {
             if let Ok(packed) = gz.finish() {
-                w.u32(GZIP_PACKED).bytes(&packed);
-                return w.buf;
+                if packed.len() + 8 < result.len() {
+                    w.u32(GZIP_PACKED).bytes(&packed);
+                    return w.buf;
+                }
             }
         }
     }
@@ -105,4 +114,39 @@ pub fn future_salts(req_msg_id: i64, now: i32, salts: &[FutureSalt]) -> Vec<u8> 
         w.i32(s.valid_since).i32(s.valid_until).i64(s.salt);
     }
     w.buf
+}
+
+#[cfg(test)]
+mod rpc_result_tests {
+    use super::*;
+
+    fn result_of(w: &[u8]) -> (u32, usize) {
+        (u32::from_le_bytes(w[12..16].try_into().unwrap()), w.len())
+    }
+
+    #[test]
+    fn large_results_are_packed_but_file_bytes_and_incompressible_ones_are_not() {
+        // A large compressible answer: packed.
+        let mut big = 0x1cb5c415_u32.to_le_bytes().to_vec();
+        big.extend(std::iter::repeat_n(7_u8, 4096));
+        assert_eq!(result_of(&rpc_result(1, &big)).0, GZIP_PACKED);
+        // At the threshold: as it is.
+        let at = vec![0_u8; GZIP_OVER];
+        assert_eq!(rpc_result(1, &at)[12..], at[..]);
+        // upload.file, however compressible its bytes: as it is.
+        let mut file = UPLOAD_FILE.to_le_bytes().to_vec();
+        file.extend(std::iter::repeat_n(0_u8, 64 * 1024));
+        let out = rpc_result(1, &file);
+        assert_eq!(result_of(&out), (UPLOAD_FILE, 12 + file.len()));
+        // Bytes gzip cannot shrink: as they are.
+        let mut noise = 0x1cb5c415_u32.to_le_bytes().to_vec();
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        noise.extend((0..8192).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        }));
+        assert_eq!(rpc_result(1, &noise)[12..], noise[..]);
+    }
 }
