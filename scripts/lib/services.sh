@@ -586,6 +586,101 @@ stop_postgres() {
 # ---------------------------------------------------------------------------
 # Redis
 # ---------------------------------------------------------------------------
+# tools built once per machine, and the daemons started from them
+# ---------------------------------------------------------------------------
+
+# _ensure_cargo_tool ROOT NAME VERSION FEATURES - `cargo install` NAME into ROOT unless
+# ROOT/bin/NAME is there, under a lock of its own (a build takes far longer than the
+# services lock waits), so concurrent runs build it once.
+_ensure_cargo_tool() {
+    local root=$1 name=$2 version=$3 features=$4
+    [ -x "$root/bin/$name" ] && return 0
+    ensure_cargo || return 1
+    mkdir -p "$root" || return 1
+    (
+        if command -v flock >/dev/null 2>&1; then
+            exec 8>"$root/.build.lock" || exit 1
+            flock -w 7200 8 || {
+                ptslog_err "timed out waiting for another $name build"
+                exit 1
+            }
+        fi
+        [ -x "$root/bin/$name" ] && exit 0 # built by a concurrent run meanwhile
+        ptslog_log "building $name $version into $root (once per machine; takes a while)"
+        if ! nice cargo install "$name" --version "$version" --features "$features" --locked \
+            --root "$root" >"$root/build.log" 2>&1; then
+            ptslog_err "cargo install $name failed"
+            _ptslog_tail "$root/build.log"
+            exit 1
+        fi
+    )
+}
+
+# _port_open PORT - whether something listens on 127.0.0.1:PORT
+_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# _pidfile_pid PIDFILE COMM - the pid in PIDFILE, if that process is alive and its name holds COMM
+_pidfile_pid() {
+    local pid
+    [ -r "$1" ] || return 1
+    pid=$(cat "$1" 2>/dev/null)
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    grep -q "$2" "/proc/$pid/comm" 2>/dev/null || return 1
+    printf '%s\n' "$pid"
+}
+
+# _start_daemon LABEL PORT PIDFILE COMM LOG LAUNCH - reuse whatever serves 127.0.0.1:PORT, else
+# run the function LAUNCH (which starts the daemon and writes PIDFILE) and wait until it listens.
+_start_daemon() {
+    local label=$1 port=$2 pidfile=$3 comm=$4 log=$5 launch=$6 i
+    if _port_open "$port"; then
+        if _pidfile_pid "$pidfile" "$comm" >/dev/null; then
+            ptslog_log "$label already running on 127.0.0.1:$port - reusing it"
+        else
+            ptslog_log "something already serves 127.0.0.1:$port (not ours) - reusing it as $label"
+        fi
+        return 0
+    fi
+    rm -f "$pidfile"
+    _ptslog_rotate_log "$log"
+    ptslog_log "starting $label on 127.0.0.1:$port (log $log)"
+    _ptslog_spawn "$launch" || return 1
+    for ((i = 0; i < PTSLOG_SERVICE_TIMEOUT * 4; i++)); do
+        _port_open "$port" && return 0
+        if ! _pidfile_pid "$pidfile" "$comm" >/dev/null; then
+            ptslog_err "$label exited during startup"
+            _ptslog_tail "$log"
+            return 1
+        fi
+        sleep 0.25
+    done
+    ptslog_err "$label did not listen on 127.0.0.1:$port within ${PTSLOG_SERVICE_TIMEOUT}s"
+    _ptslog_tail "$log"
+    return 1
+}
+
+# _stop_daemon LABEL PIDFILE COMM - SIGTERM the daemon of PIDFILE, SIGKILL after 10 s.
+_stop_daemon() {
+    local label=$1 pidfile=$2 comm=$3 pid i
+    if ! pid=$(_pidfile_pid "$pidfile" "$comm"); then
+        ptslog_log "private $label is not running"
+        return 0
+    fi
+    ptslog_log "stopping $label (pid $pid)"
+    kill "$pid" 2>/dev/null || true
+    for ((i = 0; i < 40; i++)); do
+        kill -0 "$pid" 2>/dev/null || {
+            rm -f "$pidfile"
+            return 0
+        }
+        sleep 0.25
+    done
+    ptslog_log "$label (pid $pid) ignored SIGTERM - sending SIGKILL"
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$pidfile"
+}
+
+# ---------------------------------------------------------------------------
 
 _redis_ensure_installed() {
     if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then
@@ -717,51 +812,11 @@ _kafka_paths() {
     _KAFKA_PID=$_KAFKA_DIR/tansu-$PTSLOG_KAFKA_PORT.pid
 }
 
-_kafka_build_locked() {
-    [ -x "$_TANSU_BIN" ] && return 0 # built by a concurrent run meanwhile
-    ptslog_log "building the tansu $PTSLOG_TANSU_VERSION broker into $_TANSU_ROOT (once per machine; takes a while)"
-    if ! cargo install tansu --version "$PTSLOG_TANSU_VERSION" --features dynostore --locked \
-        --root "$_TANSU_ROOT" >"$_TANSU_ROOT/build.log" 2>&1; then
-        ptslog_err "cargo install tansu failed"
-        _ptslog_tail "$_TANSU_ROOT/build.log"
-        return 1
-    fi
-}
-
 # ensure_tansu - the cached tansu binary; builds it if missing.
 ensure_tansu() {
     _ptslog_init_paths || return 1
     _kafka_paths
-    [ -x "$_TANSU_BIN" ] && return 0
-    ensure_cargo || return 1
-    mkdir -p "$_TANSU_ROOT" || return 1
-    if command -v flock >/dev/null 2>&1; then
-        # Its own lock: a build takes far longer than the services lock waits.
-        (
-            exec 8>"$_TANSU_ROOT/.build.lock" || exit 1
-            flock -w 7200 8 || {
-                ptslog_err "timed out waiting for another tansu build"
-                exit 1
-            }
-            _kafka_build_locked
-        ) || return 1
-    else
-        _kafka_build_locked || return 1
-    fi
-}
-
-_kafka_port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$PTSLOG_KAFKA_PORT") 2>/dev/null
-}
-
-# pid from our pidfile if that process is alive and is tansu
-_kafka_our_pid() {
-    local pid
-    [ -r "$_KAFKA_PID" ] || return 1
-    pid=$(cat "$_KAFKA_PID" 2>/dev/null)
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    grep -q tansu "/proc/$pid/comm" 2>/dev/null || return 1
-    printf '%s\n' "$pid"
+    _ensure_cargo_tool "$_TANSU_ROOT" tansu "$PTSLOG_TANSU_VERSION" dynostore
 }
 
 _kafka_launch() {
@@ -790,33 +845,7 @@ _kafka_topic() {
 }
 
 _start_kafka_locked() {
-    if _kafka_port_open; then
-        if _kafka_our_pid >/dev/null; then
-            ptslog_log "tansu already running on 127.0.0.1:$PTSLOG_KAFKA_PORT - reusing it"
-        else
-            ptslog_log "something already serves 127.0.0.1:$PTSLOG_KAFKA_PORT (not ours) - reusing it as the broker"
-        fi
-    else
-        rm -f "$_KAFKA_PID"
-        _ptslog_rotate_log "$_KAFKA_LOG"
-        ptslog_log "starting tansu on 127.0.0.1:$PTSLOG_KAFKA_PORT (log $_KAFKA_LOG)"
-        _ptslog_spawn _kafka_launch || return 1
-        local i
-        for ((i = 0; i < PTSLOG_SERVICE_TIMEOUT * 4; i++)); do
-            _kafka_port_open && break
-            if ! _kafka_our_pid >/dev/null; then
-                ptslog_err "tansu exited during startup"
-                _ptslog_tail "$_KAFKA_LOG"
-                return 1
-            fi
-            sleep 0.25
-        done
-        if ! _kafka_port_open; then
-            ptslog_err "tansu did not listen on 127.0.0.1:$PTSLOG_KAFKA_PORT within ${PTSLOG_SERVICE_TIMEOUT}s"
-            _ptslog_tail "$_KAFKA_LOG"
-            return 1
-        fi
-    fi
+    _start_daemon tansu "$PTSLOG_KAFKA_PORT" "$_KAFKA_PID" tansu "$_KAFKA_LOG" _kafka_launch || return 1
     _kafka_topic
 }
 
@@ -835,23 +864,7 @@ start_kafka() {
 stop_kafka() {
     _ptslog_init_paths || return 1
     _kafka_paths
-    local pid i
-    if ! pid=$(_kafka_our_pid); then
-        ptslog_log "private tansu (port $PTSLOG_KAFKA_PORT) is not running"
-        return 0
-    fi
-    ptslog_log "stopping tansu (pid $pid, port $PTSLOG_KAFKA_PORT)"
-    kill "$pid" 2>/dev/null || true
-    for ((i = 0; i < 40; i++)); do
-        kill -0 "$pid" 2>/dev/null || {
-            rm -f "$_KAFKA_PID"
-            return 0
-        }
-        sleep 0.25
-    done
-    ptslog_log "tansu (pid $pid) ignored SIGTERM - sending SIGKILL"
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$_KAFKA_PID"
+    _stop_daemon "tansu (port $PTSLOG_KAFKA_PORT)" "$_KAFKA_PID" tansu
 }
 
 # ---------------------------------------------------------------------------
@@ -889,50 +902,11 @@ _s3_paths() {
     _S3_PID=$_S3_DIR/s3s-fs-$PTSLOG_S3_PORT.pid
 }
 
-_s3_build_locked() {
-    [ -x "$_S3S_BIN" ] && return 0 # built by a concurrent run meanwhile
-    ptslog_log "building s3s-fs $PTSLOG_S3S_VERSION into $_S3S_ROOT (once per machine; takes a while)"
-    if ! nice cargo install s3s-fs --version "$PTSLOG_S3S_VERSION" --features binary --locked \
-        --root "$_S3S_ROOT" >"$_S3S_ROOT/build.log" 2>&1; then
-        ptslog_err "cargo install s3s-fs failed"
-        _ptslog_tail "$_S3S_ROOT/build.log"
-        return 1
-    fi
-}
-
 # ensure_s3s - the cached s3s-fs binary; builds it if missing.
 ensure_s3s() {
     _ptslog_init_paths || return 1
     _s3_paths
-    [ -x "$_S3S_BIN" ] && return 0
-    ensure_cargo || return 1
-    mkdir -p "$_S3S_ROOT" || return 1
-    if command -v flock >/dev/null 2>&1; then
-        (
-            exec 8>"$_S3S_ROOT/.build.lock" || exit 1
-            flock -w 7200 8 || {
-                ptslog_err "timed out waiting for another s3s-fs build"
-                exit 1
-            }
-            _s3_build_locked
-        ) || return 1
-    else
-        _s3_build_locked || return 1
-    fi
-}
-
-_s3_port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$PTSLOG_S3_PORT") 2>/dev/null
-}
-
-# pid from our pidfile if that process is alive and is s3s-fs
-_s3_our_pid() {
-    local pid
-    [ -r "$_S3_PID" ] || return 1
-    pid=$(cat "$_S3_PID" 2>/dev/null)
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-    grep -q s3s "/proc/$pid/comm" 2>/dev/null || return 1
-    printf '%s\n' "$pid"
+    _ensure_cargo_tool "$_S3S_ROOT" s3s-fs "$PTSLOG_S3S_VERSION" binary
 }
 
 _s3_launch() {
@@ -945,31 +919,7 @@ _s3_launch() {
 _start_s3_locked() {
     # A bucket is a folder of the server's root.
     mkdir -p "$_S3_DATA/$PTSLOG_TEST_S3_BUCKET" || return 1
-    if _s3_port_open; then
-        if _s3_our_pid >/dev/null; then
-            ptslog_log "s3s-fs already running on 127.0.0.1:$PTSLOG_S3_PORT - reusing it"
-        else
-            ptslog_log "something already serves 127.0.0.1:$PTSLOG_S3_PORT (not ours) - reusing it as the S3 server"
-        fi
-        return 0
-    fi
-    rm -f "$_S3_PID"
-    _ptslog_rotate_log "$_S3_LOG"
-    ptslog_log "starting s3s-fs on 127.0.0.1:$PTSLOG_S3_PORT (data $_S3_DATA, log $_S3_LOG)"
-    _ptslog_spawn _s3_launch || return 1
-    local i
-    for ((i = 0; i < PTSLOG_SERVICE_TIMEOUT * 4; i++)); do
-        _s3_port_open && return 0
-        if ! _s3_our_pid >/dev/null; then
-            ptslog_err "s3s-fs exited during startup"
-            _ptslog_tail "$_S3_LOG"
-            return 1
-        fi
-        sleep 0.25
-    done
-    ptslog_err "s3s-fs did not listen on 127.0.0.1:$PTSLOG_S3_PORT within ${PTSLOG_SERVICE_TIMEOUT}s"
-    _ptslog_tail "$_S3_LOG"
-    return 1
+    _start_daemon s3s-fs "$PTSLOG_S3_PORT" "$_S3_PID" s3s "$_S3_LOG" _s3_launch
 }
 
 # start_s3 - start (or reuse) the private S3 server and export its address and credentials.
@@ -988,22 +938,7 @@ start_s3() {
 stop_s3() {
     _ptslog_init_paths || return 1
     _s3_paths
-    local pid i
-    if ! pid=$(_s3_our_pid); then
-        ptslog_log "private s3s-fs (port $PTSLOG_S3_PORT) is not running"
-        return 0
-    fi
-    ptslog_log "stopping s3s-fs (pid $pid, port $PTSLOG_S3_PORT)"
-    kill "$pid" 2>/dev/null || true
-    for ((i = 0; i < 40; i++)); do
-        kill -0 "$pid" 2>/dev/null || {
-            rm -f "$_S3_PID"
-            return 0
-        }
-        sleep 0.25
-    done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$_S3_PID"
+    _stop_daemon "s3s-fs (port $PTSLOG_S3_PORT)" "$_S3_PID" s3s
 }
 
 # ---------------------------------------------------------------------------
@@ -1055,14 +990,14 @@ services_status() {
     printf 'redis    : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_REDIS_PORT" "$redis" "$_REDIS_LOG"
     _kafka_paths
     local kafka="not running"
-    if _kafka_port_open; then
-        if _kafka_our_pid >/dev/null; then kafka="running (private tansu)"; else kafka="answering, but not ours"; fi
+    if _port_open "$PTSLOG_KAFKA_PORT"; then
+        if _pidfile_pid "$_KAFKA_PID" tansu >/dev/null; then kafka="running (private tansu)"; else kafka="answering, but not ours"; fi
     fi
     printf 'kafka    : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_KAFKA_PORT" "$kafka" "$_KAFKA_LOG"
     _s3_paths
     local s3="not running"
-    if _s3_port_open; then
-        if _s3_our_pid >/dev/null; then s3="running (private s3s-fs)"; else s3="answering, but not ours"; fi
+    if _port_open "$PTSLOG_S3_PORT"; then
+        if _pidfile_pid "$_S3_PID" s3s >/dev/null; then s3="running (private s3s-fs)"; else s3="answering, but not ours"; fi
     fi
     printf 's3       : 127.0.0.1:%s  %s  (log %s)\n' "$PTSLOG_S3_PORT" "$s3" "$_S3_LOG"
 }
