@@ -1,12 +1,13 @@
 """Media messages through a real, unpatched Telethon (tests/integration/mtproto/media.rs).
 
-Alice sends Bob a 300 KB document, a JPEG photo and an album of three photos with `send_file`;
-Bob downloads each byte for byte with `download_media`; Bob's second device, offline meanwhile,
-gets them from getDifference; Carol, who learned the ids, the access hashes and the file
-references, cannot download them. Then Alice uploads a profile photo with
-photos.uploadProfilePhoto; her user shows it (get_me, Bob's get_entity) and Bob downloads it with
-download_profile_photo (inputPeerPhotoFileLocation) and lists it with get_profile_photos. Prints one `CHECK <name>` line per passed check and
-`MEDIA OK` at the end; any failure raises (non-zero exit).
+Alice sends Bob a 300 KB document, a 12 MB one (upload.saveBigFilePart), a JPEG photo and an album
+of three photos with `send_file`; Bob downloads each byte for byte with `download_media`; Bob's
+second device, offline meanwhile, gets them from getDifference; Carol, who learned the ids, the
+access hashes and the file references, cannot download them. Then Alice uploads a profile photo
+with photos.uploadProfilePhoto; her user shows it (get_me, Bob's get_entity) and Bob downloads it
+with download_profile_photo (inputPeerPhotoFileLocation) and lists it with get_profile_photos.
+Prints one `CHECK <name>` line per passed check and `MEDIA OK` at the end; any failure raises (non-
+zero exit).
 
 usage: telethon_media.py HTTP_BASE MTPROTO_HOST MTPROTO_PORT PHONE_PREFIX JPEG...
 """
@@ -98,6 +99,23 @@ async def main():
     data = await b.download_media(got, file=bytes)
     check('document_downloaded', data == payload, (len(data or b''), len(payload)))
 
+    # A 12 MB document: over 10 MB, so Telethon uploads it with upload.saveBigFilePart
+    # (inputFileBig, no md5); Bob downloads it byte for byte in 512 KiB getFile pieces.
+    big_payload = os.urandom(12 * 1024 * 1024)
+    with tempfile.NamedTemporaryFile(suffix='.bin', delete=False) as f:
+        f.write(big_payload)
+        big_path = f.name
+    big_file = await a.upload_file(big_path)
+    check('big_document_uploaded_in_big_parts', isinstance(big_file, types.InputFileBig), big_file)
+    sent_big = await a.send_file(bob_in_alice, big_file, force_document=True,
+                                 attributes=[types.DocumentAttributeFilename('big.bin')])
+    check('big_document_sent', sent_big.document is not None
+          and sent_big.document.size == len(big_payload), sent_big)
+    got_big = (await b.get_messages(alice_in_bob, limit=1))[0]
+    data = await b.download_media(got_big, file=bytes)
+    check('big_document_downloaded', data == big_payload, (len(data or b''), len(big_payload)))
+    os.unlink(big_path)
+
     # A JPEG photo: the server cuts it into sizes; Bob downloads the largest.
     photo = await a.send_file(bob_in_alice, JPEGS[0], caption='a photo')
     check('photo_sent', isinstance(photo.media, types.MessageMediaPhoto) and photo.photo.dc_id == 2,
@@ -133,10 +151,11 @@ async def main():
     # Bob's second device was offline: getDifference brings every media message.
     await b2.connect()
     await b2.catch_up()
-    await wait_for(lambda: sum(1 for m in b2_seen if m.media) >= 5, 'the offline device catching up')
+    await wait_for(lambda: sum(1 for m in b2_seen if m.media) >= 6, 'the offline device catching up')
     kinds = [type(m.media).__name__ for m in b2_seen if m.media]
     check('offline_device_difference', kinds.count('MessageMediaPhoto') == 4
-          and kinds.count('MessageMediaDocument') == 1, kinds)
+          and kinds.count('MessageMediaDocument') == 2, kinds)
+    # The 300 KB one, sent first.
     offline_doc = next(m for m in b2_seen if isinstance(m.media, types.MessageMediaDocument))
     data = await b2.download_media(offline_doc, file=bytes)
     check('offline_device_downloaded', data == payload)

@@ -1,8 +1,8 @@
-//! Media through a real, unpatched Telethon (tests/mtproto/telethon_media.py): send_file of a
-//! 300 KB document, a JPEG photo and an album; the recipient downloads each byte for byte; an
-//! offline device's getDifference carries them; a third account that learned the ids cannot
-//! download them; a profile photo uploaded with photos.uploadProfilePhoto shows on the user and
-//! downloads with download_profile_photo.
+//! Media through a real, unpatched Telethon (tests/mtproto/telethon_media.py): send_file of a 300
+//! KB document, a 12 MB one (upload.saveBigFilePart), a JPEG photo and an album; the recipient
+//! downloads each byte for byte; an offline device's getDifference carries them; a third account
+//! that learned the ids cannot download them; a profile photo uploaded with
+//! photos.uploadProfilePhoto shows on the user and downloads with download_profile_photo.
 
 use std::time::Duration;
 
@@ -13,6 +13,9 @@ const CHECKS: &[&str] = &[
     "document_dc",
     "document_received",
     "document_downloaded",
+    "big_document_uploaded_in_big_parts",
+    "big_document_sent",
+    "big_document_downloaded",
     "photo_sent",
     "photo_downloaded",
     "photo_thumb",
