@@ -14,7 +14,32 @@ async fn store_reads() {
     history_windows(&db).await;
     search_escapes_and_windows(&db).await;
     dialog_pages_follow_the_list_order(&db).await;
+    profile_watchers_stop_at_their_limit(&db).await;
     db.drop().await;
+}
+
+/// Who is pushed a profile photo change: the owner's dialog peers (and contacts), each once, at
+/// most `limit` of them (the gateway passes `MAX_PROFILE_PUSH_WATCHERS`).
+async fn profile_watchers_stop_at_their_limit(db: &TestDb) {
+    let owner = db.user("+15550400001").await;
+    let mut peers = Vec::new();
+    for i in 2..=4 {
+        let peer = db.user(&format!("+1555040000{i}")).await;
+        send(&db.store, owner, peer, "hi", 100).await;
+        // A reply: the peer's dialog with the owner does not make it a second watcher.
+        send(&db.store, peer, owner, "hello", 101).await;
+        peers.push(peer);
+    }
+    let mut all = db.store.profile_watchers(owner, 3).await.unwrap();
+    all.sort();
+    peers.sort();
+    assert_eq!(all, peers, "at the limit: every peer, once");
+    assert_eq!(db.store.profile_watchers(owner, 2).await.unwrap().len(), 2);
+    assert_eq!(
+        db.store.profile_watchers(owner, 100).await.unwrap().len(),
+        3
+    );
+    assert!(db.store.profile_watchers(peers[0], 100).await.unwrap() == vec![owner]);
 }
 
 async fn history_windows(db: &TestDb) {
