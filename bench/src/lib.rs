@@ -929,7 +929,7 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
         std::fs::write(&script, readsql::pgbench_script(op, n))?;
         let run = pgbench::run(&bin, &db.url, &script, c, duration, &ctx.work_dir).await?;
         let mut phase = Phase::new(
-            &format!("{name}_pgbench"),
+            format!("{name}_pgbench"),
             "reads_pgbench",
             json!({"concurrency": c, "statements": op.statements(), "command": run.command}),
         );
@@ -986,7 +986,7 @@ async fn mtproto_reads(
     let st = summarize(&rec, elapsed);
     let cpu_us = cpu::server_us_per_op(cpu_before, cpu_after, st.ok);
     let mut phase = Phase::new(
-        &format!("{name}_mtproto"),
+        format!("{name}_mtproto"),
         "reads_mtproto",
         json!({"concurrency": mt.workers, "front": "mtproto", "connections": mt.connections,
             "server_cpu_us_per_op": cpu_us.map(stats::round1), "sql_round_trips_per_call": per_call}),
@@ -1081,9 +1081,9 @@ async fn http_reads(
 }
 
 fn human(n: u64) -> String {
-    if n >= 1_000_000 && n % 1_000_000 == 0 {
+    if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
         format!("{}m", n / 1_000_000)
-    } else if n >= 1000 && n % 1000 == 0 {
+    } else if n >= 1000 && n.is_multiple_of(1000) {
         format!("{}k", n / 1000)
     } else {
         n.to_string()

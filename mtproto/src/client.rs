@@ -220,7 +220,7 @@ impl ClientHandshake {
                     .bytes(&g_b);
                 let mut data = sha1(&[&inner.buf]).to_vec();
                 data.extend_from_slice(&inner.buf);
-                while data.len() % 16 != 0 {
+                while !data.len().is_multiple_of(16) {
                     data.push(rand::random());
                 }
                 ige_encrypt(&mut data, &k, &iv);
@@ -270,7 +270,7 @@ pub fn encrypt_v1(key: &AuthKey, m: &Plain) -> Vec<u8> {
     let mut msg_key = [0u8; 16];
     msg_key.copy_from_slice(&h[4..20]);
     let mut data = w.buf;
-    while data.len() % 16 != 0 {
+    while !data.len().is_multiple_of(16) {
         let mut b = [0u8; 1];
         rand::thread_rng().fill_bytes(&mut b);
         data.push(b[0]);

@@ -252,7 +252,7 @@ pub(crate) fn random<const N: usize>() -> [u8; N] {
 fn encrypt_answer(answer: &[u8], key: &[u8; 32], iv: &[u8; 32]) -> Vec<u8> {
     let mut out = sha1(&[answer]).to_vec();
     out.extend_from_slice(answer);
-    while out.len() % 16 != 0 {
+    while !out.len().is_multiple_of(16) {
         out.push(rand::random());
     }
     ige_encrypt(&mut out, key, iv);
@@ -535,7 +535,7 @@ mod tests {
             .bytes(&g_b);
         let mut data = sha1(&[&cin.buf]).to_vec();
         data.extend_from_slice(&cin.buf);
-        while data.len() % 16 != 0 {
+        while !data.len().is_multiple_of(16) {
             data.push(0);
         }
         ige_encrypt(&mut data, &k, &iv);

@@ -96,7 +96,7 @@ pub fn decrypt_from(key: &AuthKey, side: Side, packet: &[u8]) -> Result<Plain, D
 /// Decrypts an MTProto 1.0 message (the binding message of `auth.bindTempAuthKey`): msg_key is
 /// the low 128 bits of SHA1 of the plaintext without padding.
 pub fn decrypt_v1(key: &AuthKey, packet: &[u8]) -> Result<Plain, DecryptError> {
-    if packet.len() < 24 + 48 || (packet.len() - 24) % 16 != 0 {
+    if packet.len() < 24 + 48 || !(packet.len() - 24).is_multiple_of(16) {
         return Err(DecryptError::Shape);
     }
     if auth_key_id(packet) != Some(key.id()) {

@@ -911,7 +911,7 @@ fn main() -> std::process::ExitCode {
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
                 .map_err(anyhow::Error::from)
-                .and_then(|_| json)
+                .and(json)
                 .and_then(|j| std::fs::write(&out, j).map_err(anyhow::Error::from));
             if let Err(e) = written {
                 eprintln!("writing {}: {e:#}", out.display());

@@ -444,7 +444,7 @@ async fn export_filters_csv_and_admin_auth() {
     let range = get(format!("user={a}&from_pts=2&to_pts=3")).await;
     assert_eq!(keys(&range), vec![(a, 2), (a, 3)]);
     // Kinds.
-    let reads = get(format!("kind=read_history_inbox&kind=read_history_outbox")).await;
+    let reads = get("kind=read_history_inbox&kind=read_history_outbox".to_string()).await;
     assert_eq!(
         reads
             .iter()

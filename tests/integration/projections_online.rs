@@ -209,7 +209,7 @@ async fn online_rebuild_while_writers_send_and_read() {
                 // Now and then a deletion (of this writer's previous message, both copies) and a
                 // read receipt, so the catch-up replays the dialogs' recomputations too.
                 let mut extra = Vec::new();
-                if k % 6 == 0 {
+                if k.is_multiple_of(6) {
                     if let Some((sender, prev)) = previous.take() {
                         let t = Instant::now();
                         devices[sender]
@@ -226,7 +226,7 @@ async fn online_rebuild_while_writers_send_and_read() {
                             .push((devices[sender].user_id, prev));
                     }
                 }
-                if k % 4 == 0 {
+                if k.is_multiple_of(4) {
                     let t = Instant::now();
                     devices[to]
                         .rpc(

@@ -31,7 +31,9 @@ pub enum UploadKind {
 /// Whether `len` may be the size of the parts before the last: divisible by 1 KiB and dividing
 /// 512 KiB (1, 2, 4, … 512 KiB).
 pub fn is_full_part_size(len: usize) -> bool {
-    len >= PART_SIZE_UNIT && len % PART_SIZE_UNIT == 0 && MAX_PART_BYTES % len == 0
+    len >= PART_SIZE_UNIT
+        && len.is_multiple_of(PART_SIZE_UNIT)
+        && MAX_PART_BYTES.is_multiple_of(len)
 }
 
 /// Checks one part as it is saved. The size of a small file's part can only be judged once the

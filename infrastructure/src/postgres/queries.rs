@@ -56,17 +56,6 @@ pub(crate) fn like_contains(query: &str) -> String {
     pattern
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn like_metacharacters_are_escaped() {
-        assert_eq!(like_contains("50%_a\\b"), "%50\\%\\_a\\\\b%");
-        assert_eq!(like_contains(""), "%%");
-    }
-}
-
 /// The pinned peers of a folder, in pinned order (dialogs_pinned).
 pub(crate) async fn pinned_peers<'e>(
     ex: impl PgExecutor<'e>,
@@ -193,4 +182,15 @@ pub(crate) fn archived_unmuted_sql(owner: &str, peer: &str, now: &str) -> String
            AND NOT EXISTS (SELECT 1 FROM notify_settings n WHERE n.owner_user_id = {owner} \
                            AND n.peer_user_id = {peer} AND n.mute_until > {now}))"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_metacharacters_are_escaped() {
+        assert_eq!(like_contains("50%_a\\b"), "%50\\%\\_a\\\\b%");
+        assert_eq!(like_contains(""), "%%");
+    }
 }

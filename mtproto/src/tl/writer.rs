@@ -60,7 +60,7 @@ impl Writer {
         };
         self.buf.extend_from_slice(&v[..len]);
         let pad = (4 - (header + len) % 4) % 4;
-        self.buf.extend(std::iter::repeat(0).take(pad));
+        self.buf.extend(std::iter::repeat_n(0, pad));
         self
     }
 

@@ -64,7 +64,7 @@ impl Framing {
                     0
                 };
                 check_len(len, padding)?;
-                if self.kind == Kind::Intermediate && len % 4 != 0 {
+                if self.kind == Kind::Intermediate && !len.is_multiple_of(4) {
                     return Err(TransportError::BadLength(len));
                 }
                 take(buf, 4, len)
@@ -74,7 +74,7 @@ impl Framing {
                     return Ok(None);
                 }
                 let total = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-                if total < 12 || total % 4 != 0 {
+                if total < 12 || !total.is_multiple_of(4) {
                     return Err(TransportError::BadLength(total));
                 }
                 check_len(total - 12, 0)?;

@@ -123,9 +123,8 @@ pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallEr
     }
     // Every refused call is logged with its method, so an operator (and the Telegram Desktop
     // test) sees which calls of a client are not served as it expects.
-    let answer = route(conn, &name, request).await.map_err(|e| {
+    let answer = route(conn, &name, request).await.inspect_err(|e| {
         tracing::debug!(method = %name, code = e.code, error = %e.message, "MTProto call answered with an error");
-        e
     })?;
     let mut w = Writer::new();
     encode_result(Schema::for_layer(conn.layer), &name, &answer, &mut w).map_err(|e| {
