@@ -65,33 +65,11 @@ async fn difference_user(d: &Device, after: i64, id: i64) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushed_users_carry_the_owners_contact_names() {
     let db = ptslog_tests::fresh_database().await.expect("db");
-    let mut config = ptslog_tests::test_config(&db);
-    config.relay_slot = format!("relay_{}", db.trim_start_matches("ptslog_t_"));
-    config.relay = true;
-    let mut running = ptslog_server::start(&config).await.expect("server");
-    running.start_feed(&config).expect("feed");
+    let running = ptslog_tests::start_with_pushes(&db).await;
     let base = format!("http://{}", running.addr);
     let http = reqwest::Client::new();
-    let login = |phone: &'static str, name: &'static str| {
-        let (http, base) = (http.clone(), base.clone());
-        async move {
-            let body: Value = http
-                .post(format!("{base}/v1/auth/login"))
-                .json(&json!({"phone": phone, "first_name": name, "last_name": ""}))
-                .send()
-                .await
-                .expect("login")
-                .json()
-                .await
-                .expect("body");
-            Device {
-                base,
-                http,
-                token: body["token"].as_str().expect("token").into(),
-                user_id: body["user_id"].as_i64().expect("id"),
-            }
-        }
-    };
+    let login =
+        |phone: &'static str, name: &'static str| ptslog_tests::login(&http, &base, phone, name);
     // Alice has two devices: A1 organizes, A2 listens. Bob writes to her.
     let a1 = login("+15556090001", "Alice").await;
     let a2 = login("+15556090001", "Alice").await;
@@ -303,33 +281,11 @@ fn track(start: i64, frames: &[Value]) -> (i64, Vec<(i64, Value)>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_without_pts_leave_no_gap_for_live_devices() {
     let db = ptslog_tests::fresh_database().await.expect("db");
-    let mut config = ptslog_tests::test_config(&db);
-    config.relay_slot = format!("relay_{}", db.trim_start_matches("ptslog_t_"));
-    config.relay = true;
-    let mut running = ptslog_server::start(&config).await.expect("server");
-    running.start_feed(&config).expect("feed");
+    let running = ptslog_tests::start_with_pushes(&db).await;
     let base = format!("http://{}", running.addr);
     let http = reqwest::Client::new();
-    let login = |phone: &'static str, name: &'static str| {
-        let (http, base) = (http.clone(), base.clone());
-        async move {
-            let body: Value = http
-                .post(format!("{base}/v1/auth/login"))
-                .json(&json!({"phone": phone, "first_name": name, "last_name": ""}))
-                .send()
-                .await
-                .expect("login")
-                .json()
-                .await
-                .expect("body");
-            Device {
-                base,
-                http,
-                token: body["token"].as_str().expect("token").into(),
-                user_id: body["user_id"].as_i64().expect("id"),
-            }
-        }
-    };
+    let login =
+        |phone: &'static str, name: &'static str| ptslog_tests::login(&http, &base, phone, name);
     // Alice's two devices both track pts: A1 makes the changes (it is their origin), A2 listens.
     let a1 = login("+15556190001", "Alice").await;
     let a2 = login("+15556190001", "Alice").await;

@@ -464,33 +464,11 @@ fn user_changes(socket: &client::Socket, user: i64) -> Vec<Value> {
 async fn a_profile_photo_change_is_pushed_to_the_owners_devices_and_to_who_sees_the_owner() {
     const WAIT: Duration = Duration::from_secs(20);
     let db = ptslog_tests::fresh_database().await.expect("db");
-    let mut config = ptslog_tests::test_config(&db);
-    config.relay_slot = format!("relay_{}", db.trim_start_matches("ptslog_t_"));
-    config.relay = true;
-    let mut running = ptslog_server::start(&config).await.expect("server");
-    running.start_feed(&config).expect("feed");
+    let running = ptslog_tests::start_with_pushes(&db).await;
     let base = format!("http://{}", running.addr);
     let http = reqwest::Client::new();
-    let login = |phone: &'static str, name: &'static str| {
-        let (http, base) = (http.clone(), base.clone());
-        async move {
-            let body: Value = http
-                .post(format!("{base}/v1/auth/login"))
-                .json(&json!({"phone": phone, "first_name": name, "last_name": ""}))
-                .send()
-                .await
-                .expect("login")
-                .json()
-                .await
-                .expect("body");
-            Device {
-                base,
-                http,
-                token: body["token"].as_str().expect("token").into(),
-                user_id: body["user_id"].as_i64().expect("id"),
-            }
-        }
-    };
+    let login =
+        |phone: &'static str, name: &'static str| ptslog_tests::login(&http, &base, phone, name);
     // Alice changes her photo on A1; A2 is her other device. Bob has her as a contact (no chat),
     // Carol has a chat with her, Dave has neither.
     let a1 = login("+15558210001", "Alice").await;

@@ -174,6 +174,36 @@ pub fn blob_dir(db: &str) -> PathBuf {
     std::env::temp_dir().join(format!("ptslog-blobs-{db}"))
 }
 
+/// Signs `phone` in at `base` by development login (creating the account on first use) and
+/// answers the new device.
+pub async fn login(http: &reqwest::Client, base: &str, phone: &str, first_name: &str) -> Device {
+    let resp = http
+        .post(format!("{base}/v1/auth/login"))
+        .json(&json!({"phone": phone, "first_name": first_name, "last_name": ""}))
+        .send()
+        .await
+        .expect("login request");
+    assert_eq!(resp.status(), 200, "login of {phone}");
+    let body: Value = resp.json().await.expect("login body");
+    Device {
+        base: base.to_string(),
+        http: http.clone(),
+        token: body["token"].as_str().expect("token").to_string(),
+        user_id: body["user_id"].as_i64().expect("user_id"),
+    }
+}
+
+/// A server on the database `db` whose relay feeds its push gateway, on a replication slot of its
+/// own: for the tests that watch live pushes (wait for `wait_relay_streaming` before counting).
+pub async fn start_with_pushes(db: &str) -> ptslog_server::Running {
+    let mut config = test_config(db);
+    config.relay_slot = format!("relay_{}", db.trim_start_matches("ptslog_t_"));
+    config.relay = true;
+    let mut running = ptslog_server::start(&config).await.expect("server");
+    running.start_feed(&config).expect("feed");
+    running
+}
+
 /// A running server on its own database.
 pub struct TestServer {
     pub base: String,
@@ -216,21 +246,7 @@ impl TestServer {
 
     /// Signs in (creating the account on first use) and answers a new device of it.
     pub async fn login(&self, phone: &str, first_name: &str) -> Device {
-        let resp = self
-            .http
-            .post(format!("{}/v1/auth/login", self.base))
-            .json(&json!({"phone": phone, "first_name": first_name, "last_name": ""}))
-            .send()
-            .await
-            .expect("login request");
-        assert_eq!(resp.status(), 200, "login of {phone}");
-        let body: Value = resp.json().await.expect("login body");
-        Device {
-            base: self.base.clone(),
-            http: self.http.clone(),
-            token: body["token"].as_str().expect("token").to_string(),
-            user_id: body["user_id"].as_i64().expect("user_id"),
-        }
+        login(&self.http, &self.base, phone, first_name).await
     }
 
     pub async fn stop(self) {
