@@ -112,8 +112,7 @@ pub struct UploadFile {
     #[serde(rename = "type")]
     pub file_type: FileType,
     pub mtime: i32,
-    /// Hex, as TL `bytes` are in JSON.
-    pub bytes: String,
+    pub bytes: crate::tl::Bytes,
 }
 
 /// The blob a location names, with what the answer says about it.
@@ -242,7 +241,7 @@ impl App {
         Ok(UploadFile {
             file_type: located.file_type,
             mtime: located.mtime,
-            bytes: hex::encode(bytes),
+            bytes: crate::tl::Bytes(bytes),
         })
     }
 }

@@ -3,6 +3,7 @@
 
 mod authorization;
 mod bool;
+mod bytes;
 mod dialog;
 mod difference;
 mod from_event;
@@ -21,6 +22,7 @@ mod user_full;
 
 pub use authorization::{AccountAuthorizations, AuthorizationItem};
 pub use bool::Bool;
+pub use bytes::Bytes;
 pub use dialog::{Dialog, Dialogs, NotifyPeer, PeerDialogs, PeerNotifySettings};
 pub use difference::{Difference, State};
 pub use from_event::{update_for_event, users_of_event};

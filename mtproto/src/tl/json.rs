@@ -22,6 +22,9 @@ pub enum TlJsonError {
     Missing(String),
     #[error("nesting too deep")]
     TooDeep,
+    /// A typed answer's `Serialize` failed (see `typed`).
+    #[error("answer did not serialize: {0}")]
+    Unserializable(String),
 }
 
 /// Reads one boxed object (type or function, `gzip_packed` unwrapped) as JSON, within one
@@ -203,15 +206,7 @@ pub fn encode_result(
     value: &Value,
     w: &mut Writer,
 ) -> Result<(), TlJsonError> {
-    let ty = schema
-        .by_name(function)
-        .and_then(|c| super::schema::parse_type(&c.result))
-        .unwrap_or(ParamType::Generic);
-    let ty = match ty {
-        // `X` in `invokeWithLayer … = X`, or a plain type: whatever the object says it is.
-        ParamType::Bare(_) => ParamType::Generic,
-        ty => ty,
-    };
+    let ty = result_type(schema, function);
     encode_value(
         schema,
         &ty,
@@ -222,12 +217,25 @@ pub fn encode_result(
     )
 }
 
+/// The type `function` returns, as its answer is written.
+pub(super) fn result_type(schema: &Schema, function: &str) -> ParamType {
+    let ty = schema
+        .by_name(function)
+        .and_then(|c| super::schema::parse_type(&c.result))
+        .unwrap_or(ParamType::Generic);
+    match ty {
+        // `X` in `invokeWithLayer … = X`, or a plain type: whatever the object says it is.
+        ParamType::Bare(_) => ParamType::Generic,
+        ty => ty,
+    }
+}
+
 /// The answer as the client's layer's function returns it. Newer layers wrap some results in an
 /// object (`messages.getDialogFilters` returned `Vector<DialogFilter>` before it returned
 /// `messages.dialogFilters`, `help.getAppConfig` a bare `JSONValue` before `help.appConfig`):
 /// an answer object of another type than the function's is replaced by its one parameter of the
 /// function's type. Anything else is left as it is.
-fn unwrapped_for<'v>(schema: &Schema, ty: &ParamType, value: &'v Value) -> &'v Value {
+pub(super) fn unwrapped_for<'v>(schema: &Schema, ty: &ParamType, value: &'v Value) -> &'v Value {
     let Some(c) = value
         .get("_")
         .and_then(Value::as_str)
@@ -376,6 +384,34 @@ fn encode_fields(
         }
     }
     Ok(())
+}
+
+/// [`encode_value`] for the typed encoder's objects that it writes as JSON.
+pub(super) fn encode_value_at(
+    schema: &Schema,
+    ty: &ParamType,
+    v: &Value,
+    w: &mut Writer,
+    depth: usize,
+) -> Result<(), TlJsonError> {
+    encode_value(schema, ty, v, w, At::top("answer"), depth)
+}
+
+/// [`encode_zero`] of `object.field`, for the typed encoder.
+pub(super) fn encode_zero_at(
+    ty: &ParamType,
+    w: &mut Writer,
+    object: &str,
+    field: &str,
+) -> Result<(), TlJsonError> {
+    encode_zero(
+        ty,
+        w,
+        At {
+            object,
+            field: Some(field),
+        },
+    )
 }
 
 /// A required parameter the object left out: its type's zero.

@@ -6,6 +6,7 @@ mod budget;
 mod json;
 mod reader;
 mod schema;
+mod typed;
 mod upgrade;
 mod writer;
 
@@ -16,6 +17,7 @@ pub use json::{
 };
 pub use reader::{Reader, TlError};
 pub use schema::{Combinator, Param, ParamType, Schema, LAYERS, NEWEST_LAYER, OLDEST_LAYER};
+pub use typed::encode_result_typed;
 pub use upgrade::upgrade_request;
 pub use writer::Writer;
 

@@ -1,10 +1,10 @@
-//! A call's typed answer in each front's form, made once: the JSON API's response bytes
-//! (serialized straight from the typed answer, no `Value` between), MTProto's JSON object for the
-//! TL encoder. A renderer is taken by value, so a call renders its answer exactly once.
+//! A call's typed answer in each front's form, made once and straight from the typed answer (no
+//! `serde_json::Value` between): the JSON API's response bytes, MTProto's TL bytes in the
+//! client's layer. A renderer is taken by value, so a call renders its answer exactly once.
 
 use application::tl::RpcError;
+use mtproto::tl::{encode_result_typed, Schema, Writer};
 use serde::Serialize;
-use serde_json::Value;
 
 use super::Failure;
 
@@ -32,13 +32,41 @@ impl Render for JsonBytes {
     }
 }
 
-/// MTProto: the object `mtproto::tl::encode_result` writes as TL.
+/// MTProto: the answer as the TL type `function` returns in the client's layer's `schema`.
 #[derive(Debug, Clone, Copy)]
-pub struct TlObject;
+pub struct TlBytes<'a> {
+    pub schema: &'static Schema,
+    pub function: &'a str,
+}
 
-impl Render for TlObject {
-    type Out = Value;
-    fn render<T: Serialize>(self, answer: &T) -> Result<Value, Failure> {
-        serde_json::to_value(answer).map_err(unserializable)
+impl Render for TlBytes<'_> {
+    type Out = Vec<u8>;
+    fn render<T: Serialize>(self, answer: &T) -> Result<Vec<u8>, Failure> {
+        let mut w = Writer::new();
+        encode_result_typed(self.schema, self.function, answer, &mut w).map_err(|e| {
+            tracing::error!(method = self.function, error = %e, "answer did not encode as TL");
+            Failure(RpcError::internal())
+        })?;
+        #[cfg(debug_assertions)]
+        self.check_against_json(answer, &w.buf);
+        Ok(w.buf)
+    }
+}
+
+impl TlBytes<'_> {
+    /// Debug builds (every test) check each answer against the JSON encoder's bytes for it,
+    /// which the typed encoder must equal (`mtproto::tl::encode_result_typed`).
+    #[cfg(debug_assertions)]
+    fn check_against_json<T: Serialize>(self, answer: &T, typed: &[u8]) {
+        let json = serde_json::to_value(answer).map_err(unserializable).ok();
+        let mut w = Writer::new();
+        let by_json =
+            json.map(|v| mtproto::tl::encode_result(self.schema, self.function, &v, &mut w));
+        assert!(
+            matches!(by_json, Some(Ok(()))) && w.buf == typed,
+            "{} (layer {}): the typed TL encoder and the JSON one disagree",
+            self.function,
+            self.schema.layer
+        );
     }
 }

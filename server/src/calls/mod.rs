@@ -2,7 +2,7 @@
 //! application handler and its typed answer. The JSON API (`http::rpc`) parses its body bytes
 //! straight into the request and serializes the answer straight to the response; MTProto
 //! (`mtproto::calls`) turns its decoded TL object into the request with `serde_json::from_value`
-//! and the answer into the object its TL encoder writes, once. Neither front knows the other.
+//! and writes the answer straight as TL in the client's layer. Neither front knows the other.
 //!
 //! Adding a method: write its handler in `application` (a `Deserialize` request, a `Serialize`
 //! TL-shaped answer; `tl::Bool` for a `Bool`, [`NoParams`] when it takes none), add one line to
@@ -15,7 +15,7 @@ mod failure;
 mod params;
 mod sign_in;
 
-pub use answer::{JsonBytes, Render, TlObject};
+pub use answer::{JsonBytes, Render, TlBytes};
 pub use failure::Failure;
 pub use params::{JsonBody, Params};
 pub use sign_in::{SignInAnswer, SignInCall, SIGN_IN_METHODS};
@@ -307,20 +307,23 @@ mod tests {
                 photo: None,
             }],
         };
+        let tl = |function| TlBytes {
+            schema: Schema::api(),
+            function,
+        };
         let bytes = JsonBytes.render(&answer).unwrap();
-        let object = TlObject.render(&answer).unwrap();
-        assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), object);
+        let object: Value = serde_json::from_slice(&bytes).unwrap();
+        let typed = tl("users.getFullUser").render(&answer).unwrap();
         let mut w = Writer::new();
         encode_result(Schema::api(), "users.getFullUser", &object, &mut w).unwrap();
-        let back = decode_object(Schema::api(), &mut Reader::new(&w.buf)).unwrap();
+        assert_eq!(typed, w.buf, "both fronts' forms say the same");
+        let back = decode_object(Schema::api(), &mut Reader::new(&typed)).unwrap();
         assert_eq!(back["_"], "users.userFull");
         assert_eq!(back["full_user"]["notify_settings"]["mute_until"], i32::MAX);
         assert_eq!(back["users"][0]["access_hash"], -3);
 
-        let mut w = Writer::new();
-        let yes = TlObject.render(&Bool(true)).unwrap();
-        encode_result(Schema::api(), "contacts.block", &yes, &mut w).unwrap();
-        assert_eq!(w.buf, BOOL_TRUE.to_le_bytes());
+        let yes = tl("contacts.block").render(&Bool(true)).unwrap();
+        assert_eq!(yes, BOOL_TRUE.to_le_bytes());
         assert_eq!(
             JsonBytes.render(&Bool(true)).unwrap(),
             br#"{"_":"boolTrue"}"#

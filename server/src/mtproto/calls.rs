@@ -3,7 +3,7 @@
 //! account the connection has not signed in to; then decode it into the JSON shape the
 //! application speaks, within the message's decoding budget, route it (bootstrap answers,
 //! sign-in, or the method table both fronts share, `crate::calls`: the decoded object becomes the
-//! typed request, no bytes in between) and encode the answer as TL.
+//! typed request, no bytes in between, and the typed answer is written straight as TL).
 
 use std::borrow::Cow;
 
@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::connection::Conn;
 use super::{bootstrap, sign_in, two_step};
-use crate::calls::TlObject;
+use crate::calls::TlBytes;
 
 /// An `rpc_error` to answer.
 #[derive(Debug)]
@@ -126,12 +126,24 @@ pub(super) async fn call(conn: &mut Conn, body: &[u8]) -> Result<Vec<u8>, CallEr
     let answer = route(conn, &name, request).await.inspect_err(|e| {
         tracing::debug!(method = %name, code = e.code, error = %e.message, "MTProto call answered with an error");
     })?;
-    let mut w = Writer::new();
-    encode_result(Schema::for_layer(conn.layer), &name, &answer, &mut w).map_err(|e| {
-        tracing::error!(method = %name, error = %e, "answer did not encode as TL");
-        CallError::new(500, "INTERNAL")
-    })?;
-    Ok(w.buf)
+    match answer {
+        Answer::Encoded(bytes) => Ok(bytes),
+        Answer::Object(object) => {
+            let mut w = Writer::new();
+            encode_result(Schema::for_layer(conn.layer), &name, &object, &mut w).map_err(|e| {
+                tracing::error!(method = %name, error = %e, "answer did not encode as TL");
+                CallError::new(500, "INTERNAL")
+            })?;
+            Ok(w.buf)
+        }
+    }
+}
+
+/// A call's answer: the front's own (bootstrap, sign-in, 2FA) as a JSON object for the TL
+/// encoder, or the method table's, already TL.
+enum Answer {
+    Object(Value),
+    Encoded(Vec<u8>),
 }
 
 /// Peels the wrappers, applies what they say (layer, no updates), refuses a call that needs an
@@ -260,15 +272,15 @@ fn peel<'a>(
     Err(TlError::TooDeep)
 }
 
-async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, CallError> {
+async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Answer, CallError> {
     if let Some(answer) = bootstrap::answer(conn, name, &request) {
-        return Ok(answer);
+        return Ok(Answer::Object(answer));
     }
     if let Some(answer) = two_step::call(conn, name, &request).await {
-        return answer;
+        return answer.map(Answer::Object);
     }
     if name.starts_with("auth.") {
-        return sign_in::call(conn, name, request).await;
+        return sign_in::call(conn, name, request).await.map(Answer::Object);
     }
     let caller = conn
         .caller
@@ -280,8 +292,13 @@ async fn route(conn: &mut Conn, name: &str, request: Value) -> Result<Value, Cal
     // The table both fronts share; it holds the same per-account permit as the JSON front's
     // calls: an account's many connections (128 per address) cannot hold every database
     // connection while other accounts wait. An unknown name is `400 METHOD_INVALID`.
-    crate::calls::call(&app, &caller, name, request, TlObject)
+    let render = TlBytes {
+        schema: Schema::for_layer(conn.layer),
+        function: name,
+    };
+    crate::calls::call(&app, &caller, name, request, render)
         .await
+        .map(Answer::Encoded)
         .map_err(|e| CallError::from(e.0))
 }
 

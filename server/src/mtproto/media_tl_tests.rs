@@ -143,7 +143,7 @@ fn media_messages_encode_in_every_layer() {
         let file = UploadFile {
             file_type: FileType::Jpeg,
             mtime: 1,
-            bytes: "ffd8ff".into(),
+            bytes: application::tl::Bytes(vec![0xff, 0xd8, 0xff]),
         };
         let back = round_trip(
             *layer,
@@ -152,6 +152,24 @@ fn media_messages_encode_in_every_layer() {
         );
         assert_eq!(back["type"]["_"], "storage.fileJpeg");
         assert_eq!(back["bytes"], "ffd8ff");
+        // The typed encoder writes the bytes themselves, as the JSON one writes their hex.
+        let mut typed = Writer::new();
+        mtproto::tl::encode_result_typed(
+            Schema::for_layer(Some(*layer)),
+            "upload.getFile",
+            &file,
+            &mut typed,
+        )
+        .unwrap();
+        let mut w = Writer::new();
+        encode_result(
+            Schema::for_layer(Some(*layer)),
+            "upload.getFile",
+            &serde_json::to_value(&file).unwrap(),
+            &mut w,
+        )
+        .unwrap();
+        assert_eq!(typed.buf, w.buf);
     }
 }
 
