@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context};
 use mtproto::client::{ClientHandshake, ClientStep, RsaEncoding};
 use mtproto::crypto::{AuthKey, PublicKey, Side};
 use mtproto::handshake::{decode_plain, encode_plain};
-use mtproto::service::{BAD_SERVER_SALT, RPC_ERROR, RPC_RESULT};
+use mtproto::service::{BAD_MSG_NOTIFICATION, BAD_SERVER_SALT, RPC_ERROR, RPC_RESULT};
 use mtproto::session::{decrypt_from, encrypt, Plain};
 use mtproto::tl::{decode_object, encode_object, gunzip, Reader, Schema, Writer, GZIP_PACKED};
 use mtproto::transport::{Framing, Kind};
@@ -195,6 +195,14 @@ impl Session {
                 .map_err(|e| anyhow!("server message: {e:?}"))?;
             let mut r = Reader::new(&m.body);
             let id = r.u32().map_err(|e| anyhow!("server message: {e:?}"))?;
+            if id == BAD_MSG_NOTIFICATION {
+                // A request the server will never answer (a msg_id out of its window, …).
+                if r.i64().ok() == Some(msg_id) {
+                    let (_, code) = (r.i32(), r.i32());
+                    bail!("bad_msg_notification {code:?} for the call");
+                }
+                continue;
+            }
             if r.i64().ok() != Some(msg_id) {
                 // Acks, new_session_created, pushes: not ours.
                 continue;

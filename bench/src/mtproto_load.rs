@@ -1,6 +1,7 @@
 //! The MTProto load of the `reads_*` phases: the same calls as the HTTP load, on the same
 //! accounts and chats, over the MTProto front, from a client written with the protocol crate's
-//! client side (`mtproto::client`: the key exchange; `mtproto::session`: the encrypted layer).
+//! client side (the bench's client, [`crate::mtclient`], on `mtproto::client` for the key
+//! exchange and `mtproto::session` for the encrypted layer).
 //!
 //! Each connection has its own auth key (made by the key exchange) signed in as one benchmark
 //! account over the protocol (auth.sendCode, auth.signIn with the development code), all before
@@ -17,25 +18,17 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context};
-use mtproto::client::{ClientHandshake, ClientStep, RsaEncoding};
-use mtproto::crypto::{AuthKey, PublicKey, Side};
-use mtproto::handshake::{decode_plain, encode_plain};
-use mtproto::service::{
-    BAD_MSG_NOTIFICATION, BAD_SERVER_SALT, NEW_SESSION_CREATED, RPC_ERROR, RPC_RESULT,
-};
-use mtproto::session::{decrypt_from, encrypt, Plain};
-use mtproto::tl::{decode_object, encode_object, gunzip, Reader, Schema, Writer, GZIP_PACKED};
-use mtproto::transport::{Framing, Kind};
+use anyhow::{anyhow, Context};
+use mtproto::crypto::PublicKey;
+use mtproto::tl::{encode_object, Schema, Writer};
 use rand::Rng;
-use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use serde_json::json;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use crate::cpu::{self, CpuSample};
+use crate::mtclient::Session;
 use crate::readsql::{self, ReadOp};
 use crate::runner::closed_loop;
 use crate::stats::Recorder;
@@ -44,10 +37,6 @@ use crate::{loader, setup};
 
 /// Connections (accounts) each worker spreads its calls over.
 pub const CONNECTIONS_PER_WORKER: usize = 4;
-/// How long the client waits for one answer before counting the call as failed.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
-/// Attempts of a call refused with `bad_server_salt` (the salt rotates; the next try has it).
-const SALT_RETRIES: usize = 3;
 
 /// Where the MTProto front listens and the key it signs the key exchange with.
 #[derive(Clone)]
@@ -65,210 +54,33 @@ pub fn expected_answers(op: ReadOp) -> &'static [&'static str] {
     }
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-/// One client connection with its encrypted session, signed in as account index `user`.
+/// One client connection (the bench's MTProto client, [`mtclient::Session`]) signed in as
+/// account index `user`.
 pub struct MtConn {
-    stream: TcpStream,
-    framing: Framing,
-    buf: Vec<u8>,
-    key: AuthKey,
-    salt: i64,
-    session_id: i64,
-    content: i32,
-    last_msg_id: i64,
+    session: Session,
     /// The benchmark account (index into `Workload::users`) this connection is signed in as.
     pub user: usize,
 }
 
-/// What one answer was.
-enum Answer {
-    /// The result object's bytes (inflated).
-    Result(Vec<u8>),
-    Error(i32, String),
-}
-
 impl MtConn {
-    /// Connects (intermediate framing) and makes a permanent auth key.
-    pub async fn connect(target: &MtTarget) -> anyhow::Result<MtConn> {
-        let mut stream = TcpStream::connect(target.addr)
+    /// Connects, makes a permanent auth key and signs it in as benchmark account `user` (an
+    /// existing account: the development code signs it in as a new device).
+    pub async fn open(target: &MtTarget, user: usize) -> anyhow::Result<MtConn> {
+        let session = Session::sign_in(target.addr.port(), &target.key, &setup::phone(user + 1))
             .await
-            .with_context(|| format!("connecting to the MTProto front at {}", target.addr))?;
-        stream.set_nodelay(true)?;
-        stream.write_all(&[0xee; 4]).await?;
-        let mut conn = MtConn {
-            stream,
-            framing: Framing::new(Kind::Intermediate),
-            buf: Vec::with_capacity(64 * 1024),
-            key: AuthKey::new([0; 256]),
-            salt: 0,
-            session_id: rand::thread_rng().gen(),
-            content: 0,
-            last_msg_id: 0,
-            user: usize::MAX,
-        };
-        let (mut hs, mut body) = ClientHandshake::start(target.key.clone(), RsaEncoding::Pad, None);
-        loop {
-            let id = conn.msg_id();
-            conn.send(&encode_plain(id, &body)).await?;
-            let packet = conn.recv().await?;
-            let (_, reply) =
-                decode_plain(&packet).map_err(|e| anyhow!("key exchange answer: {e:?}"))?;
-            match hs
-                .handle(reply)
-                .map_err(|e| anyhow!("key exchange: {e:?}"))?
-            {
-                ClientStep::Send(next) => body = next,
-                ClientStep::Done { auth_key, salt } => {
-                    conn.key = auth_key;
-                    conn.salt = salt;
-                    return Ok(conn);
-                }
-            }
-        }
-    }
-
-    /// Signs this connection's key in as benchmark account `user` (an existing account: the
-    /// development code signs it in as a new device), announcing the layer with the first call.
-    pub async fn sign_in(&mut self, user: usize) -> anyhow::Result<()> {
-        let phone = setup::phone(user + 1);
-        let send_code = json!({"_": "invokeWithLayer", "layer": Schema::api().layer,
-            "query": {"_": "initConnection", "api_id": 1, "device_model": "ptslog-bench",
-            "system_version": "1", "app_version": "1", "system_lang_code": "en", "lang_pack": "",
-            "lang_code": "en", "query": {"_": "auth.sendCode", "phone_number": phone, "api_id": 1,
-            "api_hash": "bench", "settings": {"_": "codeSettings"}}}});
-        let sent = self.call_value(&send_code).await?;
-        let hash = sent["phone_code_hash"].clone();
-        let signed = self
-            .call_value(&json!({"_": "auth.signIn", "phone_number": phone,
-                "phone_code_hash": hash,
-                "phone_code": ptslog_server::mtproto::login_codes::DEFAULT_DEV_CODE}))
-            .await?;
-        if signed["_"] != "auth.authorization" {
-            bail!("auth.signIn of {phone} answered {signed}");
-        }
-        self.user = user;
-        Ok(())
-    }
-
-    fn msg_id(&mut self) -> i64 {
-        let ms = now_ms();
-        let id = ((ms / 1000) << 32) | ((((ms % 1000) << 32) / 1000) & !3);
-        self.last_msg_id = id.max(self.last_msg_id + 4);
-        self.last_msg_id
-    }
-
-    async fn send(&mut self, payload: &[u8]) -> anyhow::Result<()> {
-        let mut out = Vec::with_capacity(payload.len() + 4);
-        self.framing.encode_as_client(payload, &mut out);
-        self.stream.write_all(&out).await?;
-        Ok(())
-    }
-
-    async fn recv(&mut self) -> anyhow::Result<Vec<u8>> {
-        loop {
-            if let Some(p) = self
-                .framing
-                .decode(&mut self.buf)
-                .map_err(|e| anyhow!("server framing: {e:?}"))?
-            {
-                return Ok(p);
-            }
-            let n = tokio::time::timeout(ANSWER_TIMEOUT, self.stream.read_buf(&mut self.buf))
-                .await
-                .map_err(|_| anyhow!("no answer in {ANSWER_TIMEOUT:?}"))??;
-            if n == 0 {
-                bail!("the server closed the connection");
-            }
-        }
-    }
-
-    /// Sends `body` (a TL function) and waits for its answer, taking a new salt when told.
-    async fn exchange(&mut self, body: &[u8]) -> anyhow::Result<Answer> {
-        for _ in 0..SALT_RETRIES {
-            let msg_id = self.msg_id();
-            self.content += 1;
-            let packet = encrypt(
-                &self.key,
-                Side::Client,
-                &Plain {
-                    salt: self.salt,
-                    session_id: self.session_id,
-                    msg_id,
-                    seq_no: self.content * 2 - 1,
-                    body: body.to_vec(),
-                },
-            );
-            self.send(&packet).await?;
-            loop {
-                let packet = self.recv().await?;
-                if packet.len() == 4 {
-                    let code = i32::from_le_bytes([packet[0], packet[1], packet[2], packet[3]]);
-                    bail!("transport error {code}");
-                }
-                let m = decrypt_from(&self.key, Side::Server, &packet)
-                    .map_err(|e| anyhow!("server message: {e:?}"))?;
-                let mut r = Reader::new(&m.body);
-                let bad = |e| anyhow!("server message: {e:?}");
-                match r.u32().map_err(bad)? {
-                    RPC_RESULT if r.i64().map_err(bad)? == msg_id => {
-                        let mut rest = r.remaining().to_vec();
-                        if rest.get(..4) == Some(&GZIP_PACKED.to_le_bytes()[..]) {
-                            let mut g = Reader::new(&rest[4..]);
-                            rest = gunzip(g.bytes().map_err(bad)?).map_err(bad)?;
-                        }
-                        if rest.get(..4) == Some(&RPC_ERROR.to_le_bytes()[..]) {
-                            let mut e = Reader::new(&rest[4..]);
-                            let code = e.i32().map_err(bad)?;
-                            return Ok(Answer::Error(code, e.string().map_err(bad)?));
-                        }
-                        return Ok(Answer::Result(rest));
-                    }
-                    NEW_SESSION_CREATED => {
-                        r.i64().map_err(bad)?;
-                        r.i64().map_err(bad)?;
-                        self.salt = r.i64().map_err(bad)?;
-                    }
-                    BAD_SERVER_SALT if r.i64().map_err(bad)? == msg_id => {
-                        r.i32().map_err(bad)?;
-                        r.i32().map_err(bad)?;
-                        self.salt = r.i64().map_err(bad)?;
-                        break;
-                    }
-                    BAD_MSG_NOTIFICATION => {
-                        let id = r.i64().map_err(bad)?;
-                        r.i32().map_err(bad)?;
-                        bail!("bad_msg_notification {} for {id}", r.i32().map_err(bad)?);
-                    }
-                    // Pushes and other service messages: not this call's answer.
-                    _ => {}
-                }
-            }
-        }
-        bail!("{SALT_RETRIES} salts refused in a row")
-    }
-
-    /// A call as a JSON object, its answer decoded (sign-in; not the measured path).
-    pub async fn call_value(&mut self, request: &Value) -> anyhow::Result<Value> {
-        let mut w = Writer::new();
-        encode_object(Schema::api(), request, &mut w)
-            .map_err(|e| anyhow!("encoding {request}: {e}"))?;
-        match self.exchange(&w.buf).await? {
-            Answer::Result(bytes) => decode_object(Schema::api(), &mut Reader::new(&bytes))
-                .map_err(|e| anyhow!("decoding the answer to {}: {e:?}", request["_"])),
-            Answer::Error(code, message) => bail!("{} answered {code} {message}", request["_"]),
-        }
+            .with_context(|| format!("MTProto front at {}", target.addr))?;
+        Ok(MtConn { session, user })
     }
 
     /// A call whose answer must be one of the constructor ids `expect`.
     pub async fn call_expecting(&mut self, body: &[u8], expect: &[u32]) -> Result<(), String> {
-        match self.exchange(body).await.map_err(|e| format!("{e:#}"))? {
-            Answer::Result(bytes) => {
+        match self
+            .session
+            .call_raw(body)
+            .await
+            .map_err(|e| format!("{e:#}"))?
+        {
+            Ok(bytes) => {
                 let id = bytes
                     .get(..4)
                     .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -282,7 +94,7 @@ impl MtConn {
                     Err(format!("unexpected answer {name}"))
                 }
             }
-            Answer::Error(code, message) => Err(format!("rpc_error {code} {message}")),
+            Err(message) => Err(format!("rpc_error {message}")),
         }
     }
 }
@@ -352,11 +164,9 @@ impl MtLoad {
                         let target = target.clone();
                         async move {
                             let user = i * n / total;
-                            let mut conn = MtConn::connect(&target).await?;
-                            conn.sign_in(user)
+                            MtConn::open(&target, user)
                                 .await
-                                .with_context(|| format!("signing account {} in", user + 1))?;
-                            anyhow::Ok(conn)
+                                .with_context(|| format!("signing account {} in", user + 1))
                         }
                     }))
                     .await;
