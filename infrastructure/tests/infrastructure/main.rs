@@ -9,6 +9,7 @@ mod blobs;
 mod common;
 mod log;
 mod migrate;
+mod pool;
 mod projections;
 mod rate_limiter;
 mod rebuild_verify;
