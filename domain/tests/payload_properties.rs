@@ -193,6 +193,10 @@ proptest! {
         if let Ok(event) = UserEvent::decode(&kind, version, payload) {
             // What decodes is today's shape and reads back as itself.
             let again = UserEvent::decode(event.kind(), event.version(), event.payload()).unwrap();
+            let from_text =
+                UserEvent::decode_text(event.kind(), event.version(), &event.payload().to_string())
+                    .unwrap();
+            prop_assert_eq!(&from_text, &event);
             prop_assert_eq!(again, event);
         }
     }
@@ -203,10 +207,13 @@ fn deep_and_huge_payloads_are_refused_not_crashed() {
     // Answers, whatever it is (a kind without fields ignores them), and never panics.
     for kind in UserEvent::KINDS {
         let deep = json!({"message": nested(126), "ids": nested(126), "peer_id": nested(126)});
+        let _ = UserEvent::decode_text(kind, 1, &deep.to_string());
         let _ = UserEvent::decode(kind, 1, deep);
     }
     let deep = json!({"message": nested(126)});
+    assert!(UserEvent::decode_text("new_message", 1, &deep.to_string()).is_err());
     assert!(UserEvent::decode("new_message", 1, deep).is_err());
     let huge = json!({"message": {"text": "x".repeat(1 << 20)}});
+    assert!(UserEvent::decode_text("new_message", 1, &huge.to_string()).is_err());
     assert!(UserEvent::decode("new_message", 1, huge).is_err());
 }

@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::message_v1::EditMessageV1;
-use super::EventKind;
+use super::{EventKind, Payload};
 use crate::message::OwnerMessage;
 
 /// The owner's copy of a message was edited; the payload is the whole message after the edit.
@@ -18,10 +18,13 @@ impl EventKind for EditMessage {
     const KIND: &'static str = "edit_message";
     const VERSION: i16 = 2;
 
-    fn read_version(version: i16, payload: serde_json::Value) -> Result<Self, serde_json::Error> {
+    fn read_version<'de, D: Payload<'de>>(
+        version: i16,
+        payload: D,
+    ) -> Result<Self, serde_json::Error> {
         match version {
-            1 => serde_json::from_value::<EditMessageV1>(payload).map(Self::from),
-            _ => serde_json::from_value(payload),
+            1 => EditMessageV1::deserialize(payload).map(Self::from),
+            _ => Self::deserialize(payload),
         }
     }
 }

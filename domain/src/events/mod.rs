@@ -97,12 +97,22 @@ pub trait EventKind: Serialize + DeserializeOwned {
     /// Reads a payload stored at `version` (already known to be within `1..=VERSION`) into today's
     /// shape: the upcast. A kind whose shape never changed reads every version as is; a kind that
     /// changed overrides this and reads each older version through that version's own type
-    /// (docs/events.md, Versioning).
-    fn read_version(version: i16, payload: serde_json::Value) -> Result<Self, serde_json::Error> {
+    /// (docs/events.md, Versioning). The payload is a JSON tree or the stored text, read
+    /// straight into the type (a log page is decoded from its text without a tree per event).
+    fn read_version<'de, D: Payload<'de>>(
+        version: i16,
+        payload: D,
+    ) -> Result<Self, serde_json::Error> {
         let _ = version;
-        serde_json::from_value(payload)
+        Self::deserialize(payload)
     }
 }
+
+/// What a stored payload is read from: a `serde_json::Value`, or its text through
+/// `serde_json::Deserializer` (both with `serde_json`'s own nesting limit of 128).
+pub trait Payload<'de>: serde::Deserializer<'de, Error = serde_json::Error> {}
+
+impl<'de, D: serde::Deserializer<'de, Error = serde_json::Error>> Payload<'de> for D {}
 
 #[derive(Debug, Error)]
 pub enum EventDecodeError {
@@ -272,9 +282,28 @@ impl UserEvent {
         version: i16,
         payload: serde_json::Value,
     ) -> Result<Self, EventDecodeError> {
-        fn read<E: EventKind>(
+        Self::decode_from(kind, version, payload)
+    }
+
+    /// [`UserEvent::decode`] of the payload's stored text, read straight into its type.
+    pub fn decode_text(kind: &str, version: i16, text: &str) -> Result<Self, EventDecodeError> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let event = Self::decode_from(kind, version, &mut de)?;
+        de.end().map_err(|source| EventDecodeError::Payload {
+            kind: kind.into(),
+            source,
+        })?;
+        Ok(event)
+    }
+
+    fn decode_from<'de, D: Payload<'de>>(
+        kind: &str,
+        version: i16,
+        payload: D,
+    ) -> Result<Self, EventDecodeError> {
+        fn read<'de, E: EventKind, D: Payload<'de>>(
             version: i16,
-            payload: serde_json::Value,
+            payload: D,
         ) -> Result<E, EventDecodeError> {
             if version < 1 || version > E::VERSION {
                 return Err(EventDecodeError::UnknownVersion {
@@ -388,6 +417,13 @@ mod tests {
                 UserEvent::decode(ev.kind(), ev.version(), ev.payload()).unwrap(),
                 ev
             );
+            let text = ev.payload().to_string();
+            assert_eq!(
+                UserEvent::decode_text(ev.kind(), ev.version(), &text).unwrap(),
+                ev
+            );
+            // Trailing bytes after the payload are refused, as JSON is one value.
+            assert!(UserEvent::decode_text(ev.kind(), ev.version(), &format!("{text} 1")).is_err());
             assert_eq!(ev.pts_count(), 1);
         }
         assert_eq!(UserEvent::KINDS.len(), 20);

@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::message_v1::NewMessageV1;
-use super::EventKind;
+use super::{EventKind, Payload};
 use crate::message::OwnerMessage;
 
 /// A message appeared in the owner's box (sent, received or forwarded). TL: `updateNewMessage`.
@@ -17,10 +17,13 @@ impl EventKind for NewMessage {
     const KIND: &'static str = "new_message";
     const VERSION: i16 = 2;
 
-    fn read_version(version: i16, payload: serde_json::Value) -> Result<Self, serde_json::Error> {
+    fn read_version<'de, D: Payload<'de>>(
+        version: i16,
+        payload: D,
+    ) -> Result<Self, serde_json::Error> {
         match version {
-            1 => serde_json::from_value::<NewMessageV1>(payload).map(Self::from),
-            _ => serde_json::from_value(payload),
+            1 => NewMessageV1::deserialize(payload).map(Self::from),
+            _ => Self::deserialize(payload),
         }
     }
 }

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use super::EventKind;
+use super::{EventKind, Payload};
 use crate::ids::UserId;
 
 /// The owner blocked or unblocked `peer_id`. TL: `updatePeerBlocked`.
@@ -25,10 +25,13 @@ impl EventKind for PeerBlocked {
     const KIND: &'static str = "peer_blocked";
     const VERSION: i16 = 2;
 
-    fn read_version(version: i16, payload: serde_json::Value) -> Result<Self, serde_json::Error> {
+    fn read_version<'de, D: Payload<'de>>(
+        version: i16,
+        payload: D,
+    ) -> Result<Self, serde_json::Error> {
         match version {
-            1 => serde_json::from_value::<PeerBlockedV1>(payload).map(Self::from),
-            _ => serde_json::from_value(payload),
+            1 => PeerBlockedV1::deserialize(payload).map(Self::from),
+            _ => Self::deserialize(payload),
         }
     }
 }

@@ -273,6 +273,10 @@ mod tests {
             let version = UserEvent::current_version(kind).unwrap();
             let event = UserEvent::decode(kind, version, payload.clone())
                 .unwrap_or_else(|e| panic!("{kind}: {e}"));
+            // Read from its stored text (a log page's path), the same event.
+            let from_text = UserEvent::decode_text(kind, version, &payload.to_string())
+                .unwrap_or_else(|e| panic!("{kind} from text: {e}"));
+            assert_eq!(from_text.payload(), event.payload(), "{kind}");
             // Both the documented sample and what the code writes for it.
             for p in [&payload, &event.payload()] {
                 validates(&schema(kind, version), p)
@@ -289,6 +293,12 @@ mod tests {
         for kind in ["new_message", "edit_message"] {
             let ev = UserEvent::decode(kind, 1, v1.clone()).unwrap();
             assert_eq!(ev.version(), 2);
+            let from_text = UserEvent::decode_text(kind, 1, &v1.to_string()).unwrap();
+            assert_eq!(
+                from_text.payload(),
+                ev.payload(),
+                "{kind} v1 upcast from its text"
+            );
             let m = match &ev {
                 UserEvent::NewMessage(e) => &e.message,
                 UserEvent::EditMessage(e) => &e.message,

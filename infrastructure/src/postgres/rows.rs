@@ -5,7 +5,7 @@ use application::ports::{
     DialogRecord, LogEntry, Origin, StoreError, StoredEvent, UndecodableEvent, UserPhoto,
     UserRecord,
 };
-use domain::events::{PeerNotify, UserEvent};
+use domain::events::{EventDecodeError, PeerNotify, UserEvent};
 use domain::media::{MediaId, MessageMedia};
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
 use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
@@ -180,12 +180,14 @@ pub(crate) fn log_entry(row: &PgRow) -> Result<LogEntry, StoreError> {
             reason,
         })
     };
-    let payload: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(p) => p,
-        Err(e) => return Ok(undecodable(format!("payload is not readable JSON: {e}"))),
-    };
-    let event = match UserEvent::decode(&kind, version, payload) {
+    // Read straight from the text into the event's type (no JSON tree per event of a page).
+    let event = match UserEvent::decode_text(&kind, version, &text) {
         Ok(event) => event,
+        Err(EventDecodeError::Payload { source, .. }) if source.is_syntax() || source.is_eof() => {
+            return Ok(undecodable(format!(
+                "payload is not readable JSON: {source}"
+            )))
+        }
         Err(e) => return Ok(undecodable(e.to_string())),
     };
     let date: i64 = get(row, "date")?;
