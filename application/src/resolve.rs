@@ -130,7 +130,10 @@ impl App {
         let ids: Vec<UserId> = unique.into_iter().collect();
         // The records and the viewer's contact links in one round trip. The viewer's own names for
         // its contacts replace the users' names (seed: contact names are owner-view data).
-        let seen = self.store.users_seen_by(viewer, &ids).await?;
+        let mut seen = self.store.users_seen_by(viewer, &ids).await?;
+        // In id order whatever order the rows came in (a rebuilt table returns them in another),
+        // so the same state always gives the same answer.
+        seen.sort_unstable_by_key(|s| s.record.id);
         Ok(seen
             .iter()
             .map(|s| {
