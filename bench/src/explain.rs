@@ -33,16 +33,18 @@ pub async fn explain_hot_paths(pool: &PgPool) -> anyhow::Result<Vec<Plan>> {
     };
     let (u, p, top): (i64, i64, i32) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
     let (lo, hi) = (u.min(p), u.max(p));
-    let (pts, box_id): (i32, i32) =
-        sqlx::query_as("SELECT pts, box_id FROM user_sequences WHERE user_id = $1")
-            .bind(u)
-            .fetch_one(pool)
-            .await?;
-    let (ppts, pbox): (i32, i32) =
-        sqlx::query_as("SELECT pts, box_id FROM user_sequences WHERE user_id = $1")
-            .bind(p)
-            .fetch_one(pool)
-            .await?;
+    // The send statements run at the accounts' next pts, inside a transaction that is rolled
+    // back. Their sequences are locked first, so a send still finishing from the phase before
+    // cannot take that pts between the read and the insert (a duplicate key, seen once).
+    let mut tx = pool.begin().await?;
+    let seq = "SELECT pts, box_id FROM user_sequences WHERE user_id = $1 FOR UPDATE";
+    let (pts, box_id): (i32, i32) = sqlx::query_as(seq).bind(lo).fetch_one(&mut *tx).await?;
+    let (ppts, pbox): (i32, i32) = sqlx::query_as(seq).bind(hi).fetch_one(&mut *tx).await?;
+    let ((pts, box_id), (ppts, pbox)) = if u == lo {
+        ((pts, box_id), (ppts, pbox))
+    } else {
+        ((ppts, pbox), (pts, box_id))
+    };
     let token_hash: Option<Vec<u8>> =
         sqlx::query_scalar("SELECT token_hash FROM authorizations WHERE user_id = $1 LIMIT 1")
             .bind(u)
@@ -102,7 +104,6 @@ pub async fn explain_hot_paths(pool: &PgPool) -> anyhow::Result<Vec<Plan>> {
     let _ = top;
 
     let mut plans = Vec::new();
-    let mut tx = pool.begin().await?;
     for (name, sql) in send {
         plans.push(explain(&mut tx, "sendMessage", name, &sql).await?);
     }
