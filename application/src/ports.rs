@@ -4,7 +4,8 @@ use async_trait::async_trait;
 use domain::events::{DialogFilterRules, PeerNotify, UserEvent};
 use domain::history_window::HistoryWindow;
 use domain::message::OwnerMessage;
-use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
+use domain::peer::ChatPeer;
+use domain::{AuthKeyId, BoxId, DomainError, MessageId, Pts, SessionId, UserId};
 use thiserror::Error;
 
 use crate::caller::Caller;
@@ -359,14 +360,35 @@ pub trait Store: Send + Sync {
 pub enum SendPreflight {
     /// A send with this random_id already committed: its message as first sent, and its pts.
     Retry(OwnerMessage, Pts),
-    /// A new send. The blocks both ways between sender and peer (both false for Saved Messages),
-    /// and whether the peer has the chat archived and not muted at `now` (so a message it receives
-    /// moves the chat back to its main list).
-    New {
-        sender_blocked_peer: bool,
-        peer_blocked_sender: bool,
-        peer_archived_unmuted: bool,
-    },
+    /// A new send, with what its accounts say about it.
+    New(SendChecks),
+}
+
+/// The blocks both ways between a sender and its peer (both false for Saved Messages), and
+/// whether the peer has the chat archived and not muted at the send's date (so a message it
+/// receives moves the chat back to its main list).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendChecks {
+    pub sender_blocked_peer: bool,
+    pub peer_blocked_sender: bool,
+    pub peer_archived_unmuted: bool,
+}
+
+impl SendChecks {
+    /// Whether the recipient gets a copy: never in Saved Messages, not when it blocked the sender
+    /// (the sender is not told); a sender that blocked its peer cannot write to it.
+    pub fn recipient_gets_it(&self, peer: ChatPeer) -> Result<bool, DomainError> {
+        match peer {
+            ChatPeer::SelfChat => Ok(false),
+            ChatPeer::User(_) if self.sender_blocked_peer => Err(DomainError::YouBlockedUser),
+            ChatPeer::User(_) => Ok(!self.peer_blocked_sender),
+        }
+    }
+
+    /// Whether a copy delivered moves the recipient's chat out of its archive.
+    pub fn unarchives(&self, recipient_gets_it: bool) -> bool {
+        recipient_gets_it && self.peer_archived_unmuted
+    }
 }
 
 /// One write transaction. A command first locks every account it will touch, then reads under those
@@ -426,17 +448,13 @@ pub trait WriteTx: Send {
             return Ok(SendPreflight::Retry(first, pts));
         }
         if sender == peer {
-            return Ok(SendPreflight::New {
-                sender_blocked_peer: false,
-                peer_blocked_sender: false,
-                peer_archived_unmuted: false,
-            });
+            return Ok(SendPreflight::New(SendChecks::default()));
         }
-        Ok(SendPreflight::New {
+        Ok(SendPreflight::New(SendChecks {
             sender_blocked_peer: self.is_blocked(sender, peer).await?,
             peer_blocked_sender: self.is_blocked(peer, sender).await?,
             peer_archived_unmuted: self.archived_unmuted(peer, sender, now).await?,
-        })
+        }))
     }
     /// Whether the owner's dialog with `peer` is in the archive and not muted at `now`.
     async fn archived_unmuted(
@@ -589,4 +607,45 @@ pub trait RateLimiter: Send + Sync {
     /// looked up: numbers already counted in the window are free, new ones are allowed while the
     /// window has room. `Err(seconds until the window ends)` when none of them may.
     async fn check_phone_lookups(&self, user: UserId, phones: &[String]) -> Result<Vec<bool>, u32>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checks(sender_blocked_peer: bool, peer_blocked_sender: bool) -> SendChecks {
+        SendChecks {
+            sender_blocked_peer,
+            peer_blocked_sender,
+            peer_archived_unmuted: true,
+        }
+    }
+
+    #[test]
+    fn who_gets_a_copy() {
+        let peer = ChatPeer::User(UserId::new(7).unwrap());
+        assert_eq!(checks(false, false).recipient_gets_it(peer), Ok(true));
+        // The sender is not told that it is blocked.
+        assert_eq!(checks(false, true).recipient_gets_it(peer), Ok(false));
+        assert_eq!(
+            checks(true, false).recipient_gets_it(peer),
+            Err(DomainError::YouBlockedUser)
+        );
+        assert_eq!(
+            checks(true, true).recipient_gets_it(peer),
+            Err(DomainError::YouBlockedUser)
+        );
+        // Saved Messages has no recipient, whatever the row says.
+        assert_eq!(
+            checks(true, true).recipient_gets_it(ChatPeer::SelfChat),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn only_a_delivered_copy_unarchives() {
+        assert!(checks(false, false).unarchives(true));
+        assert!(!checks(false, false).unarchives(false));
+        assert!(!SendChecks::default().unarchives(true));
+    }
 }

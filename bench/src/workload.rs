@@ -357,24 +357,11 @@ impl Workload {
 pub fn send_request(peer: InputPeer, message: String, random_id: i64) -> SendMessage {
     SendMessage {
         no_webpage: false,
-        silent: false,
-        background: false,
-        clear_draft: false,
-        noforwards: false,
-        update_stickersets_order: false,
-        invert_media: false,
         peer,
-        reply_to: None,
         message,
         random_id,
-        reply_markup: None,
         entities: None,
-        schedule_date: None,
-        send_as: None,
-        quick_reply_shortcut: None,
-        effect: None,
-        allow_paid_stars: None,
-        suggested_post: None,
+        options: Default::default(),
     }
 }
 

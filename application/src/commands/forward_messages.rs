@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::outgoing::{deliver, new_grouped_id, unarchive_for_recipient, Outgoing};
-use super::send_message::reject_out_of_scope;
+use super::send_options::OutOfScope;
 use crate::clock::unix_now;
 use crate::error::AppError;
 use crate::ports::Origin;
@@ -44,19 +44,10 @@ pub struct ForwardMessages {
     #[serde(default)]
     pub reply_to: Option<Value>,
     #[serde(default)]
-    pub schedule_date: Option<i32>,
-    #[serde(default)]
-    pub send_as: Option<Value>,
-    #[serde(default)]
-    pub quick_reply_shortcut: Option<Value>,
-    #[serde(default)]
-    pub effect: Option<Value>,
-    #[serde(default)]
     pub video_timestamp: Option<i32>,
-    #[serde(default)]
-    pub allow_paid_stars: Option<Value>,
-    #[serde(default)]
-    pub suggested_post: Option<Value>,
+    /// (forwardMessages' TL has no reply_markup; a JSON client sending one is refused too.)
+    #[serde(flatten)]
+    pub out_of_scope: OutOfScope,
 }
 
 impl App {
@@ -65,15 +56,7 @@ impl App {
         caller: &Caller,
         req: ForwardMessages,
     ) -> Result<Updates, AppError> {
-        reject_out_of_scope(
-            req.schedule_date,
-            &req.send_as,
-            &None,
-            &req.quick_reply_shortcut,
-            &req.effect,
-            &req.allow_paid_stars,
-            &req.suggested_post,
-        )?;
+        req.out_of_scope.refuse()?;
         if req.top_msg_id.is_some() || req.reply_to.is_some() {
             return Err(DomainError::ReplyMessageIdInvalid.into());
         }

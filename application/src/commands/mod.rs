@@ -23,6 +23,7 @@ pub mod save_file_part;
 pub mod send_batch;
 pub mod send_media;
 pub mod send_message;
+pub mod send_options;
 pub mod sessions;
 pub mod sign_in;
 pub mod take_upload;

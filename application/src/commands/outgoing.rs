@@ -4,8 +4,9 @@
 use domain::events::{FolderPeer, FolderPeers, NewMessage, UserEvent};
 use domain::media::MessageMedia;
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
-use domain::{MessageId, Pts, UserId};
+use domain::{DomainError, MessageId, Pts, UserId};
 
+use super::send_message::ReplyRequest;
 use crate::error::AppError;
 use crate::ports::{Origin, WriteTx};
 
@@ -139,4 +140,28 @@ pub(crate) async fn unarchive_for_recipient(
 /// A new album id: random and positive, so ids of different senders' albums never meet.
 pub(crate) fn new_grouped_id() -> i64 {
     (rand::random::<i64>() & i64::MAX).max(1)
+}
+
+/// The reply in the sender's ids, checked against its box, with the replied-to message's shared id.
+pub(crate) async fn reply_header(
+    tx: &mut dyn WriteTx,
+    sender: UserId,
+    peer: UserId,
+    r: &ReplyRequest,
+) -> Result<(ReplyHeader, MessageId), AppError> {
+    let target = tx
+        .messages(sender, &[r.reply_to_msg_id])
+        .await?
+        .into_iter()
+        .find(|m| m.peer_id == peer)
+        .ok_or(DomainError::ReplyMessageIdInvalid)?;
+    Ok((
+        ReplyHeader {
+            reply_to_msg_id: target.id,
+            quote_text: r.quote_text.as_ref().map(|q| q.as_str().to_string()),
+            quote_entities: r.quote_entities.clone().into_vec(),
+            quote_offset: r.quote_offset,
+        },
+        target.message_id,
+    ))
 }

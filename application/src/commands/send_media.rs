@@ -7,14 +7,14 @@
 use domain::entities::Entities;
 use domain::media::limits::MAX_ALBUM_ITEMS;
 use domain::media::Caption;
-use domain::message::{OwnerMessage, ReplyHeader};
-use domain::peer::ChatPeer;
+use domain::message::OwnerMessage;
 use domain::{DomainError, Pts};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::outgoing::{deliver, new_grouped_id, unarchive_for_recipient, Outgoing};
-use super::send_message::{parse_reply, reject_out_of_scope, ReplyRequest};
+use super::outgoing::{deliver, new_grouped_id, reply_header, unarchive_for_recipient, Outgoing};
+use super::send_message::parse_reply;
+use super::send_options::SendOptions;
 use crate::clock::unix_now;
 use crate::error::AppError;
 use crate::ports::{Origin, SendPreflight};
@@ -26,72 +26,24 @@ use crate::{App, Caller};
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct SendMedia {
-    #[serde(default)]
-    pub silent: bool,
-    #[serde(default)]
-    pub background: bool,
-    #[serde(default)]
-    pub clear_draft: bool,
-    #[serde(default)]
-    pub noforwards: bool,
-    #[serde(default)]
-    pub update_stickersets_order: bool,
-    #[serde(default)]
-    pub invert_media: bool,
     pub peer: InputPeer,
-    #[serde(default)]
-    pub reply_to: Option<InputReplyTo>,
     pub media: Value,
     #[serde(default)]
     pub message: String,
     #[serde(deserialize_with = "long")]
     pub random_id: i64,
     #[serde(default)]
-    pub reply_markup: Option<Value>,
-    #[serde(default)]
     pub entities: Option<Vec<Value>>,
-    #[serde(default)]
-    pub schedule_date: Option<i32>,
-    #[serde(default)]
-    pub send_as: Option<Value>,
-    #[serde(default)]
-    pub quick_reply_shortcut: Option<Value>,
-    #[serde(default)]
-    pub effect: Option<Value>,
-    #[serde(default)]
-    pub allow_paid_stars: Option<Value>,
-    #[serde(default)]
-    pub suggested_post: Option<Value>,
+    #[serde(flatten)]
+    pub options: SendOptions,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct SendMultiMedia {
-    #[serde(default)]
-    pub silent: bool,
-    #[serde(default)]
-    pub background: bool,
-    #[serde(default)]
-    pub clear_draft: bool,
-    #[serde(default)]
-    pub noforwards: bool,
-    #[serde(default)]
-    pub update_stickersets_order: bool,
-    #[serde(default)]
-    pub invert_media: bool,
     pub peer: InputPeer,
-    #[serde(default)]
-    pub reply_to: Option<InputReplyTo>,
     pub multi_media: Vec<InputSingleMedia>,
-    #[serde(default)]
-    pub schedule_date: Option<i32>,
-    #[serde(default)]
-    pub send_as: Option<Value>,
-    #[serde(default)]
-    pub quick_reply_shortcut: Option<Value>,
-    #[serde(default)]
-    pub effect: Option<Value>,
-    #[serde(default)]
-    pub allow_paid_stars: Option<Value>,
+    #[serde(flatten)]
+    pub options: SendOptions,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -121,21 +73,13 @@ struct Common {
 
 impl App {
     pub async fn send_media(&self, caller: &Caller, req: SendMedia) -> Result<Updates, AppError> {
-        reject_out_of_scope(
-            req.schedule_date,
-            &req.send_as,
-            &req.reply_markup,
-            &req.quick_reply_shortcut,
-            &req.effect,
-            &req.allow_paid_stars,
-            &req.suggested_post,
-        )?;
+        req.options.out_of_scope.refuse()?;
         let item = self.item(caller, req.media, req.message, req.entities, req.random_id)?;
         let common = Common {
             peer: req.peer,
-            reply_to: req.reply_to,
-            silent: req.silent,
-            noforwards: req.noforwards,
+            reply_to: req.options.reply_to,
+            silent: req.options.silent,
+            noforwards: req.options.noforwards,
             album: false,
         };
         self.send_items(caller, common, vec![item]).await
@@ -146,15 +90,7 @@ impl App {
         caller: &Caller,
         req: SendMultiMedia,
     ) -> Result<Updates, AppError> {
-        reject_out_of_scope(
-            req.schedule_date,
-            &req.send_as,
-            &None,
-            &req.quick_reply_shortcut,
-            &req.effect,
-            &req.allow_paid_stars,
-            &None,
-        )?;
+        req.options.out_of_scope.refuse()?;
         if req.multi_media.is_empty() {
             return Err(DomainError::MediaEmpty.into());
         }
@@ -171,9 +107,9 @@ impl App {
         }
         let common = Common {
             peer: req.peer,
-            reply_to: req.reply_to,
-            silent: req.silent,
-            noforwards: req.noforwards,
+            reply_to: req.options.reply_to,
+            silent: req.options.silent,
+            noforwards: req.options.noforwards,
             album: true,
         };
         self.send_items(caller, common, items).await
@@ -273,19 +209,11 @@ impl App {
         }
         let date = unix_now();
         let first_random_id = made[0].0;
-        let (sender_blocked_peer, peer_blocked_sender, peer_archived_unmuted) = match tx
+        let checks = match tx
             .send_preflight(sender, peer_id, first_random_id, date)
             .await?
         {
-            SendPreflight::New {
-                sender_blocked_peer,
-                peer_blocked_sender,
-                peer_archived_unmuted,
-            } => (
-                sender_blocked_peer,
-                peer_blocked_sender,
-                peer_archived_unmuted,
-            ),
+            SendPreflight::New(checks) => checks,
             // Committed by a concurrent retry meanwhile: its media stays unused.
             SendPreflight::Retry(..) => return Err(DomainError::RandomIdDuplicate.into()),
         };
@@ -294,16 +222,8 @@ impl App {
                 return Err(DomainError::RandomIdDuplicate.into());
             }
         }
-        let recipient_gets_it = match peer {
-            ChatPeer::SelfChat => false,
-            ChatPeer::User(_) => {
-                if sender_blocked_peer {
-                    return Err(DomainError::YouBlockedUser.into());
-                }
-                !peer_blocked_sender
-            }
-        };
-        let reply_to = match reply {
+        let recipient_gets_it = checks.recipient_gets_it(peer)?;
+        let reply_to = match &reply {
             Some(r) => Some(reply_header(tx.as_mut(), sender, peer_id, r).await?),
             None => None,
         };
@@ -334,7 +254,7 @@ impl App {
             .await?;
             sent.push((copy, pts));
         }
-        if recipient_gets_it && peer_archived_unmuted {
+        if checks.unarchives(recipient_gets_it) {
             unarchive_for_recipient(tx.as_mut(), peer_id, sender, origin).await?;
         }
         tx.commit().await?;
@@ -407,28 +327,4 @@ impl App {
             seq: 0,
         })
     }
-}
-
-/// The reply in the sender's ids, checked against its box, with the replied-to message's shared id.
-async fn reply_header(
-    tx: &mut dyn crate::ports::WriteTx,
-    sender: domain::UserId,
-    peer: domain::UserId,
-    r: ReplyRequest,
-) -> Result<(ReplyHeader, domain::MessageId), AppError> {
-    let target = tx
-        .messages(sender, &[r.reply_to_msg_id])
-        .await?
-        .into_iter()
-        .find(|m| m.peer_id == peer)
-        .ok_or(DomainError::ReplyMessageIdInvalid)?;
-    Ok((
-        ReplyHeader {
-            reply_to_msg_id: target.id,
-            quote_text: r.quote_text.map(|q| q.as_str().to_string()),
-            quote_entities: r.quote_entities.into_vec(),
-            quote_offset: r.quote_offset,
-        },
-        target.message_id,
-    ))
 }

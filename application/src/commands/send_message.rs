@@ -2,14 +2,14 @@
 //! (sender, random_id).
 
 use domain::entities::Entities;
-use domain::message::ReplyHeader;
 use domain::message_text::{MessageText, QuoteText};
 use domain::peer::ChatPeer;
 use domain::{limits, BoxId, DomainError, UserId};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::outgoing::{deliver, unarchive_for_recipient, Outgoing};
+use super::outgoing::{deliver, reply_header, unarchive_for_recipient, Outgoing};
+use super::send_options::SendOptions;
 use crate::clock::unix_now;
 use crate::error::AppError;
 use crate::ports::{Origin, SendPreflight, Store, WriteTx};
@@ -20,40 +20,14 @@ use crate::{App, Caller};
 pub struct SendMessage {
     #[serde(default)]
     pub no_webpage: bool,
-    #[serde(default)]
-    pub silent: bool,
-    #[serde(default)]
-    pub background: bool,
-    #[serde(default)]
-    pub clear_draft: bool,
-    #[serde(default)]
-    pub noforwards: bool,
-    #[serde(default)]
-    pub update_stickersets_order: bool,
-    #[serde(default)]
-    pub invert_media: bool,
     pub peer: InputPeer,
-    #[serde(default)]
-    pub reply_to: Option<InputReplyTo>,
     pub message: String,
     #[serde(deserialize_with = "long")]
     pub random_id: i64,
     #[serde(default)]
-    pub reply_markup: Option<Value>,
-    #[serde(default)]
     pub entities: Option<Vec<Value>>,
-    #[serde(default)]
-    pub schedule_date: Option<i32>,
-    #[serde(default)]
-    pub send_as: Option<Value>,
-    #[serde(default)]
-    pub quick_reply_shortcut: Option<Value>,
-    #[serde(default)]
-    pub effect: Option<Value>,
-    #[serde(default)]
-    pub allow_paid_stars: Option<Value>,
-    #[serde(default)]
-    pub suggested_post: Option<Value>,
+    #[serde(flatten)]
+    pub options: SendOptions,
 }
 
 /// A reply as the sender asked for it, checked for shape but not yet against the sender's box.
@@ -63,40 +37,6 @@ pub(crate) struct ReplyRequest {
     pub quote_text: Option<QuoteText>,
     pub quote_entities: Entities,
     pub quote_offset: Option<i32>,
-}
-
-/// Refuses what private text messages cannot carry, with the seed's explicit errors.
-pub(crate) fn reject_out_of_scope(
-    schedule_date: Option<i32>,
-    send_as: &Option<Value>,
-    reply_markup: &Option<Value>,
-    quick_reply_shortcut: &Option<Value>,
-    effect: &Option<Value>,
-    allow_paid_stars: &Option<Value>,
-    suggested_post: &Option<Value>,
-) -> Result<(), DomainError> {
-    if schedule_date.is_some() {
-        return Err(DomainError::ScheduleDateInvalid);
-    }
-    if send_as.is_some() {
-        return Err(DomainError::SendAsPeerInvalid);
-    }
-    if reply_markup.is_some() {
-        return Err(DomainError::ReplyMarkupInvalid);
-    }
-    if quick_reply_shortcut.is_some() {
-        return Err(DomainError::ShortcutInvalid);
-    }
-    if effect.is_some() {
-        return Err(DomainError::EffectIdInvalid);
-    }
-    if allow_paid_stars.is_some() {
-        return Err(DomainError::PaymentUnsupported);
-    }
-    if suggested_post.is_some() {
-        return Err(DomainError::SuggestedPostPeerInvalid);
-    }
-    Ok(())
 }
 
 /// Checks an `InputReplyTo` for a private chat with `peer`.
@@ -182,15 +122,7 @@ impl App {
         caller: &Caller,
         req: SendMessage,
     ) -> Result<Updates, AppError> {
-        reject_out_of_scope(
-            req.schedule_date,
-            &req.send_as,
-            &req.reply_markup,
-            &req.quick_reply_shortcut,
-            &req.effect,
-            &req.allow_paid_stars,
-            &req.suggested_post,
-        )?;
+        req.options.out_of_scope.refuse()?;
         let text = MessageText::parse(req.message)?;
         let entities = self.entities(
             caller.user_id,
@@ -202,6 +134,7 @@ impl App {
         }
         let peer = self.chat_peer(caller.user_id, &req.peer)?;
         let reply = req
+            .options
             .reply_to
             .as_ref()
             .map(|r| parse_reply(self, caller, peer, r))
@@ -222,8 +155,8 @@ impl App {
             random_id: req.random_id,
             text,
             entities,
-            silent: req.silent,
-            noforwards: req.noforwards,
+            silent: req.options.silent,
+            noforwards: req.options.noforwards,
             reply,
             origin: Origin::from(caller),
         };
@@ -262,19 +195,11 @@ pub(crate) async fn send_locked(
 
     // The random_id lookup and the block checks are one round trip (send_preflight).
     let date = unix_now();
-    let (sender_blocked_peer, peer_blocked_sender, peer_archived_unmuted) = match tx
+    let checks = match tx
         .send_preflight(sender, peer_id, send.random_id, date)
         .await?
     {
-        SendPreflight::New {
-            sender_blocked_peer,
-            peer_blocked_sender,
-            peer_archived_unmuted,
-        } => (
-            sender_blocked_peer,
-            peer_blocked_sender,
-            peer_archived_unmuted,
-        ),
+        SendPreflight::New(checks) => checks,
         SendPreflight::Retry(first, pts) => {
             // A forwarded copy is another message, even with the same text.
             if first.peer_id != peer_id
@@ -294,33 +219,9 @@ pub(crate) async fn send_locked(
             });
         }
     };
-
-    let recipient_gets_it = match send.peer {
-        ChatPeer::SelfChat => false,
-        ChatPeer::User(_) => {
-            if sender_blocked_peer {
-                return Err(DomainError::YouBlockedUser.into());
-            }
-            !peer_blocked_sender
-        }
-    };
-
+    let recipient_gets_it = checks.recipient_gets_it(send.peer)?;
     let reply_to = match &send.reply {
-        Some(r) => {
-            let target = tx
-                .messages(sender, &[r.reply_to_msg_id])
-                .await?
-                .into_iter()
-                .find(|m| m.peer_id == peer_id)
-                .ok_or(DomainError::ReplyMessageIdInvalid)?;
-            let header = ReplyHeader {
-                reply_to_msg_id: target.id,
-                quote_text: r.quote_text.as_ref().map(|q| q.as_str().to_string()),
-                quote_entities: r.quote_entities.clone().into_vec(),
-                quote_offset: r.quote_offset,
-            };
-            Some((header, target.message_id))
-        }
+        Some(r) => Some(reply_header(tx, sender, peer_id, r).await?),
         None => None,
     };
 
@@ -345,7 +246,7 @@ pub(crate) async fn send_locked(
         send.origin,
     )
     .await?;
-    if recipient_gets_it && peer_archived_unmuted {
+    if checks.unarchives(recipient_gets_it) {
         unarchive_for_recipient(tx, peer_id, sender, send.origin).await?;
     }
     Ok(Updates::ShortSentMessage {

@@ -8,7 +8,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use application::ports::{DialogRecord, Origin, SendPreflight, StoreError, StoredEvent, WriteTx};
+use application::ports::{
+    DialogRecord, Origin, SendChecks, SendPreflight, StoreError, StoredEvent, WriteTx,
+};
 use async_trait::async_trait;
 use domain::events::UserEvent;
 use domain::media::Photo;
@@ -294,11 +296,11 @@ impl WriteTx for PgWriteTx {
         }
         self.prefetched_message_id = Some(MessageId(rows::get(&row, "next_message_id")?));
         let self_chat = sender == peer;
-        Ok(SendPreflight::New {
+        Ok(SendPreflight::New(SendChecks {
             sender_blocked_peer: !self_chat && rows::get::<bool>(&row, "sender_blocked_peer")?,
             peer_blocked_sender: !self_chat && rows::get::<bool>(&row, "peer_blocked_sender")?,
             peer_archived_unmuted: !self_chat && rows::get::<bool>(&row, "peer_archived_unmuted")?,
-        })
+        }))
     }
 
     async fn dialog(
