@@ -647,7 +647,9 @@ _start_daemon() {
     _ptslog_spawn "$launch" || return 1
     for ((i = 0; i < PTSLOG_SERVICE_TIMEOUT * 4; i++)); do
         _port_open "$port" && return 0
-        if ! _pidfile_pid "$pidfile" "$comm" >/dev/null; then
+        # Only whether it lives: until `setsid` has exec'd the daemon the pid's name is still the
+        # shell's or setsid's, and on a busy machine that window lasts long enough to be seen.
+        if ! kill -0 "$(cat "$pidfile" 2>/dev/null)" 2>/dev/null; then
             ptslog_err "$label exited during startup"
             _ptslog_tail "$log"
             return 1
