@@ -1196,30 +1196,27 @@ fn targets(r: &mut Report) {
         });
     }
     for op in readsql::ReadOp::ALL {
-        let v = r
-            .ratios
-            .iter()
-            .find(|x| x.name.starts_with(&format!("{} MTProto / HTTP", op.name())))
-            .map(|x| x.value);
-        let sql = r
-            .ratios
-            .iter()
-            .find(|x| x.name.starts_with(&format!("{} HTTP / pgbench", op.name())))
-            .map(|x| x.value);
-        out.push(Target {
-            name: format!("{} over HTTP / pgbench of its SQL (issue 16)", op.name()),
-            target: "≥ 0.6 (reads phases, same concurrency)".into(),
-            value: sql,
-            met: sql.map(|v| v >= 0.6),
-            note: "not run".into(),
-        });
-        out.push(Target {
-            name: format!("{} over MTProto / over HTTP", op.name()),
-            target: "≥ 0.9 (reads phases, same concurrency)".into(),
-            value: v,
-            met: v.map(|v| v >= 0.9),
-            note: "not run".into(),
-        });
+        for (ratio, name, goal) in [
+            (
+                "HTTP / pgbench",
+                "over HTTP / pgbench of its SQL (issue 16)",
+                0.6,
+            ),
+            ("MTProto / HTTP", "over MTProto / over HTTP", 0.9),
+        ] {
+            let v = r
+                .ratios
+                .iter()
+                .find(|x| x.name.starts_with(&format!("{} {ratio}", op.name())))
+                .map(|x| x.value);
+            out.push(Target {
+                name: format!("{} {name}", op.name()),
+                target: format!("≥ {goal} (reads phases, same concurrency)"),
+                value: v,
+                met: v.map(|v| v >= goal),
+                note: "not run".into(),
+            });
+        }
     }
     let rss = r.phase("memory_10k_devices").and_then(live::worst_rss_mb);
     out.push(Target {
