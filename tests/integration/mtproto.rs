@@ -215,7 +215,10 @@ impl Setup {
             .env("PTSLOG_MTPROTO_HANDSHAKES_PER_MINUTE", "10000")
             .env(
                 "RUST_LOG",
-                std::env::var("PTSLOG_TEST_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+                // A refused key exchange or frame logs at info: a real client never causes one,
+                // so a test that sees one failing shows why.
+                std::env::var("PTSLOG_TEST_SERVER_LOG")
+                    .unwrap_or_else(|_| "warn,ptslog_server::mtproto=info".into()),
             )
             .stdin(Stdio::null())
             .stdout(Stdio::null());

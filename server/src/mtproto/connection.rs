@@ -187,6 +187,7 @@ impl Conn {
 
     async fn plain(&mut self, packet: &[u8], hs: &mut Handshake, wire: &mut Wire<'_>) -> Flow {
         let Ok((_, body)) = decode_plain(packet) else {
+            tracing::info!(peer = %self.peer, "malformed plain message");
             return Flow::Close;
         };
         let starts = body
@@ -200,7 +201,7 @@ impl Conn {
                 .handshake_rate
                 .allow(self.peer.ip(), Instant::now())
         {
-            tracing::debug!(peer = %self.peer, "too many key exchanges from this address");
+            tracing::info!(peer = %self.peer, "too many key exchanges from this address");
             return Flow::Close;
         }
         // A new exchange on a connection that had finished one gets its own deadline.
@@ -218,7 +219,7 @@ impl Conn {
             (state, step)
         });
         let Ok(Some((state, step))) = tokio::time::timeout_at(deadline.into(), job).await else {
-            tracing::debug!(peer = %self.peer, "key exchange step not computed in time");
+            tracing::info!(peer = %self.peer, "key exchange step not computed in time");
             return Flow::Close;
         };
         *hs = state;
@@ -256,7 +257,7 @@ impl Conn {
                 reply
             }
             Err(e) => {
-                tracing::debug!(error = %e, "key exchange refused");
+                tracing::info!(peer = %self.peer, error = %e, "key exchange refused");
                 return Flow::Close;
             }
         };
@@ -462,7 +463,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                     Ok(_) => break,
                     Err(_) => {
                         if conn.handshake_deadline.is_some_and(|at| at <= Instant::now()) {
-                            tracing::debug!(%peer, "key exchange not finished in time");
+                            tracing::info!(%peer, "key exchange not finished in time");
                             MtprotoMetrics::inc(&conn.front.metrics.refused);
                         } else {
                             tracing::debug!(%peer, idle = ?conn.idle, "idle connection closed");
@@ -471,7 +472,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                     }
                 };
                 if let Err(e) = transport.feed(&buf[..n]) {
-                    tracing::debug!(%peer, error = %e, "transport refused");
+                    tracing::info!(%peer, error = %e, "transport refused");
                     MtprotoMetrics::inc(&conn.front.metrics.refused);
                     break;
                 }
@@ -481,7 +482,7 @@ pub(super) async fn serve(front: Arc<Front>, stream: TcpStream, peer: SocketAddr
                         Ok(Some(p)) => p,
                         Ok(None) => break,
                         Err(e) => {
-                            tracing::debug!(%peer, error = %e, "bad frame");
+                            tracing::info!(%peer, error = %e, "bad frame");
                             MtprotoMetrics::inc(&conn.front.metrics.refused);
                             break 'conn;
                         }
