@@ -24,6 +24,7 @@ pub mod send_batch;
 pub mod send_media;
 pub mod send_message;
 pub mod send_options;
+pub(crate) mod send_queue;
 pub mod sessions;
 pub mod sign_in;
 pub mod take_upload;

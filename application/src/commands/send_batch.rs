@@ -4,10 +4,11 @@
 //!
 //! A dispatcher takes the sends waiting in a queue (up to [`SendBatchConfig::max`], after waiting
 //! at most [`SendBatchConfig::wait`] for more) whenever one of its [`SendBatchConfig::committers`]
-//! is free, and a committer runs the batch: it locks the union of the batch's accounts in one
-//! ascending statement without waiting (`SKIP LOCKED`: a send with an account another transaction
-//! holds leaves the batch and runs alone, so a busy account never stalls the others' sends, and a
-//! batch never waits while holding locks), runs each send in queue order after a savepoint, rolls a
+//! is free, leaving queued the sends with an account a batch in flight holds (`send_queue`), and
+//! a committer runs the batch: it locks the union of the batch's accounts in one ascending
+//! statement without waiting (`SKIP LOCKED`: a send with an account another transaction holds —
+//! another process's, or another command's — leaves the batch and runs alone, so a busy account
+//! never stalls the others' sends, and a batch never waits while holding locks), runs each send in queue order after a savepoint, rolls a
 //! failing send back to its savepoint (it is answered with its own error, its neighbours go on),
 //! and commits once. The counters stay in the transaction's memory across the batch, so each
 //! account's pts stay dense and in commit order; a random_id repeated within the batch finds the
@@ -20,9 +21,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use domain::ids::UserId;
+use tokio::sync::{mpsc, oneshot};
 
 use super::send_message::{send_alone, send_locked, PreparedSend};
+use super::send_queue::{Accounts, SendQueue};
 use crate::error::AppError;
 use crate::ports::{Store, StoreError};
 use crate::tl::Updates;
@@ -101,7 +104,14 @@ struct Queued {
     answer: oneshot::Sender<Result<Updates, AppError>>,
 }
 
-/// The queue in front of the committers. Dropping every clone ends the dispatcher.
+impl Accounts for Queued {
+    fn accounts(&self) -> [UserId; 2] {
+        [self.send.sender, self.send.peer_id]
+    }
+}
+
+/// The queue in front of the committers. Dropping every clone ends the dispatcher (once the
+/// sends already queued have gone).
 #[derive(Clone)]
 pub(crate) struct SendBatches {
     queue: mpsc::UnboundedSender<Queued>,
@@ -137,44 +147,89 @@ impl SendBatches {
     }
 }
 
+/// A batch in flight's hold on a committer and on its accounts, given back to the dispatcher
+/// when the batch's task ends, however it ends (a panic included).
+struct InFlight {
+    accounts: Vec<UserId>,
+    ended: mpsc::UnboundedSender<Vec<UserId>>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let _ = self.ended.send(std::mem::take(&mut self.accounts));
+    }
+}
+
+/// Starts a batch whenever a committer is free and the queue holds sends none of whose accounts
+/// is in a batch in flight (`send_queue`), in arrival order.
 async fn dispatch(
     store: Arc<dyn Store>,
     config: SendBatchConfig,
     mut waiting: mpsc::UnboundedReceiver<Queued>,
     queued: Arc<AtomicUsize>,
 ) {
-    let committers = Arc::new(Semaphore::new(config.committers));
+    let (ended_tx, mut ended) = mpsc::unbounded_channel::<Vec<UserId>>();
+    let mut queue = SendQueue::new();
+    let mut free = config.committers;
+    let mut open = true;
+    // While a free committer waits `config.wait` for more sends: until when.
+    let mut gathering: Option<tokio::time::Instant> = None;
     loop {
-        // A free committer first, then what is waiting: sends queue while all are busy.
-        let Ok(permit) = committers.clone().acquire_owned().await else {
-            return;
-        };
-        let Some(first) = waiting.recv().await else {
-            return;
-        };
-        let mut batch = vec![first];
-        let deadline = tokio::time::Instant::now() + config.wait;
-        while batch.len() < config.max {
+        loop {
             match waiting.try_recv() {
-                Ok(q) => batch.push(q),
-                Err(mpsc::error::TryRecvError::Disconnected) => break,
-                Err(mpsc::error::TryRecvError::Empty) if config.wait.is_zero() => break,
-                Err(mpsc::error::TryRecvError::Empty) => {
-                    match tokio::time::timeout_at(deadline, waiting.recv()).await {
-                        Ok(Some(q)) => batch.push(q),
-                        Ok(None) | Err(_) => break,
-                    }
+                Ok(q) => queue.push(q),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
                 }
             }
         }
-        queued.fetch_sub(batch.len(), Ordering::Relaxed);
-        // A task per batch: a panic in one ends that batch (its sends answered with an error),
-        // not the dispatcher.
-        tokio::spawn(commit_batch(store.clone(), batch, permit));
+        if free > 0 && !queue.is_empty() {
+            let now = tokio::time::Instant::now();
+            let gathered = config.wait.is_zero()
+                || !open
+                || queue.len() >= config.max
+                || gathering.is_some_and(|until| until <= now);
+            if gathered {
+                gathering = None;
+                while free > 0 {
+                    let (batch, accounts) = queue.take(config.max);
+                    if batch.is_empty() {
+                        break;
+                    }
+                    free -= 1;
+                    queued.fetch_sub(batch.len(), Ordering::Relaxed);
+                    let held = InFlight {
+                        accounts,
+                        ended: ended_tx.clone(),
+                    };
+                    // A task per batch: a panic in one ends that batch (its sends answered with
+                    // an error), not the dispatcher.
+                    tokio::spawn(commit_batch(store.clone(), batch, held));
+                }
+            } else {
+                gathering.get_or_insert(now + config.wait);
+            }
+        }
+        if !open && queue.is_empty() {
+            return;
+        }
+        tokio::select! {
+            q = waiting.recv(), if open => match q {
+                Some(q) => queue.push(q),
+                None => open = false,
+            },
+            Some(accounts) = ended.recv() => {
+                queue.release(&accounts);
+                free += 1;
+            }
+            _ = tokio::time::sleep_until(gathering.unwrap_or_else(tokio::time::Instant::now)), if gathering.is_some() => {}
+        }
     }
 }
 
-async fn commit_batch(store: Arc<dyn Store>, batch: Vec<Queued>, _permit: OwnedSemaphorePermit) {
+async fn commit_batch(store: Arc<dyn Store>, batch: Vec<Queued>, _held: InFlight) {
     let mut batch = batch;
     match run_batch(&store, &mut batch).await {
         Ok(answers) => {
