@@ -5,8 +5,10 @@
 //! which then waits for the lock and for a flush of its own (with 200 accounts and 32-send
 //! batches, about half of the second batch's sends did). So the next batch takes, in arrival
 //! order, only sends none of whose accounts is in a batch in flight, and leaves the others queued
-//! for a later one. A send left waiting keeps every later send with one of its accounts waiting
-//! too: one account's sends keep their arrival order, and no send is overtaken forever.
+//! for a later one. A send passed over [`RESERVE_AFTER`] times reserves its accounts: later sends
+//! with one of them wait behind it, so no send is overtaken forever. (Reserving at once, keeping
+//! each account's sends in strict arrival order, left batches of a few sends once the queue grew:
+//! the waiting sends' accounts soon covered nearly every account.)
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -16,6 +18,9 @@ use domain::ids::UserId;
 /// taking a batch must not cost time in proportion to it.
 pub const MAX_SCANNED: usize = 1024;
 
+/// Times a send may be passed over (an account of it in flight) before it reserves its accounts.
+pub const RESERVE_AFTER: u32 = 2;
+
 /// What the queue needs of a send: the accounts its batch locks.
 pub(crate) trait Accounts {
     /// The sender and the peer (the same account for Saved Messages).
@@ -24,7 +29,8 @@ pub(crate) trait Accounts {
 
 /// The queue, and the accounts of the batches in flight.
 pub(crate) struct SendQueue<T> {
-    waiting: VecDeque<T>,
+    /// Each send, and how many batches have passed it over.
+    waiting: VecDeque<(T, u32)>,
     /// Account → batches in flight that hold it (one, unless the caller releases late).
     busy: HashMap<UserId, usize>,
 }
@@ -38,7 +44,7 @@ impl<T: Accounts> SendQueue<T> {
     }
 
     pub(crate) fn push(&mut self, send: T) {
-        self.waiting.push_back(send);
+        self.waiting.push_back((send, 0));
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -55,23 +61,26 @@ impl<T: Accounts> SendQueue<T> {
     pub(crate) fn take(&mut self, max: usize) -> (Vec<T>, Vec<UserId>) {
         let mut batch = Vec::new();
         let mut accounts = Vec::new();
-        // Accounts of the sends left waiting in this pass: later sends with them wait too.
-        let mut passed: HashSet<UserId> = HashSet::new();
+        // Accounts reserved in this pass by sends passed over often enough: later sends wait.
+        let mut reserved: HashSet<UserId> = HashSet::new();
         let mut kept = VecDeque::with_capacity(self.waiting.len());
         let mut scanned = 0;
-        while let Some(send) = self.waiting.pop_front() {
+        while let Some((send, passes)) = self.waiting.pop_front() {
             if batch.len() == max || scanned == MAX_SCANNED {
-                kept.push_back(send);
+                kept.push_back((send, passes));
                 break;
             }
             scanned += 1;
             let mine = send.accounts();
             if mine
                 .iter()
-                .any(|a| self.busy.contains_key(a) || passed.contains(a))
+                .any(|a| self.busy.contains_key(a) || reserved.contains(a))
             {
-                passed.extend(mine);
-                kept.push_back(send);
+                let passes = passes.saturating_add(1);
+                if passes >= RESERVE_AFTER {
+                    reserved.extend(mine);
+                }
+                kept.push_back((send, passes));
             } else {
                 accounts.extend(mine);
                 batch.push(send);
@@ -149,30 +158,32 @@ mod tests {
     }
 
     #[test]
-    fn sends_with_an_account_in_flight_wait_and_keep_their_order_per_account() {
+    fn sends_with_an_account_in_flight_wait_and_one_passed_over_twice_reserves_its_accounts() {
         let mut q = SendQueue::new();
         q.push(S(1, 2, 0));
         let (first, first_accounts) = q.take(32);
         assert_eq!(ids(&first), vec![0]);
-        // 1: Bob (2) is in flight. 2: Carol (3) is not, but the waiting send 1 has her: waits
-        // behind it. 3: Dave and Erin are free. 4: Alice (1) in flight.
+        // 1: Bob (2) is in flight, it waits. 2: Carol and Dave are free: it goes, before 1.
+        // 3: Alice (1) in flight.
         q.push(S(2, 3, 1));
         q.push(S(3, 4, 2));
-        q.push(S(5, 6, 3));
-        q.push(S(1, 6, 4));
-        let (second, accounts) = q.take(32);
-        assert_eq!(ids(&second), vec![3]);
-        assert_eq!(accounts, users(&[5, 6]));
-        // Nothing else can go while both are in flight.
-        assert_eq!(q.take(32), (vec![], vec![]));
+        q.push(S(1, 5, 3));
+        let (second, second_accounts) = q.take(32);
+        assert_eq!(ids(&second), vec![2]);
+        assert_eq!(second_accounts, users(&[3, 4]));
         q.release(&first_accounts);
-        // 1 and 2 now; 4 shares Erin (6) with the batch still in flight.
-        let (third, accounts) = q.take(32);
-        assert_eq!(ids(&third), vec![1, 2]);
-        assert_eq!(accounts, users(&[2, 3, 4]));
-        q.release(&users(&[5, 6]));
+        // 1 now waits for Carol (second batch): passed over twice, it reserves Bob and Carol.
+        // 4 (Bob, Erin) waits behind it although Bob is free; 3 and 5 go.
+        q.push(S(2, 6, 4));
+        q.push(S(7, 8, 5));
+        let (third, third_accounts) = q.take(32);
+        assert_eq!(ids(&third), vec![3, 5]);
+        assert_eq!(third_accounts, users(&[1, 5, 7, 8]));
+        // Nothing else can go while the second batch holds Carol.
+        assert_eq!(q.take(32), (vec![], vec![]));
+        q.release(&second_accounts);
         let (fourth, _) = q.take(32);
-        assert_eq!(ids(&fourth), vec![4]);
+        assert_eq!(ids(&fourth), vec![1, 4]);
         assert!(q.is_empty());
     }
 
