@@ -8,8 +8,8 @@
 //! a committer runs the batch: it locks the union of the batch's accounts in one ascending
 //! statement without waiting (`SKIP LOCKED`: a send with an account another transaction holds —
 //! another process's, or another command's — leaves the batch and runs alone, so a busy account
-//! never stalls the others' sends, and a batch never waits while holding locks), runs each send in queue order after a savepoint, rolls a
-//! failing send back to its savepoint (it is answered with its own error, its neighbours go on),
+//! never stalls the others' sends, and a batch never waits while holding locks), runs each send
+//! in queue order after a savepoint, rolls a failing send back to its savepoint (it is answered with its own error, its neighbours go on),
 //! and commits once. The counters stay in the transaction's memory across the batch, so each
 //! account's pts stay dense and in commit order; a random_id repeated within the batch finds the
 //! earlier send's box (same transaction) and is answered with it. Nobody is answered before the
@@ -161,7 +161,7 @@ impl Drop for InFlight {
 }
 
 /// Starts a batch whenever a committer is free and the queue holds sends none of whose accounts
-/// is in a batch in flight (`send_queue`), in arrival order.
+/// is in a batch in flight (`send_queue`), oldest first.
 async fn dispatch(
     store: Arc<dyn Store>,
     config: SendBatchConfig,

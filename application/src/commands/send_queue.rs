@@ -63,11 +63,12 @@ impl<T: Accounts> SendQueue<T> {
         let mut accounts = Vec::new();
         // Accounts reserved in this pass by sends passed over often enough: later sends wait.
         let mut reserved: HashSet<UserId> = HashSet::new();
-        let mut kept = VecDeque::with_capacity(self.waiting.len());
+        // The looked-through sends left waiting; put back in front, so a take costs what it scans.
+        let mut kept = Vec::new();
         let mut scanned = 0;
         while let Some((send, passes)) = self.waiting.pop_front() {
             if batch.len() == max || scanned == MAX_SCANNED {
-                kept.push_back((send, passes));
+                self.waiting.push_front((send, passes));
                 break;
             }
             scanned += 1;
@@ -80,14 +81,15 @@ impl<T: Accounts> SendQueue<T> {
                 if passes >= RESERVE_AFTER {
                     reserved.extend(mine);
                 }
-                kept.push_back((send, passes));
+                kept.push((send, passes));
             } else {
                 accounts.extend(mine);
                 batch.push(send);
             }
         }
-        kept.append(&mut self.waiting);
-        self.waiting = kept;
+        for send in kept.into_iter().rev() {
+            self.waiting.push_front(send);
+        }
         accounts.sort();
         accounts.dedup();
         for a in &accounts {
