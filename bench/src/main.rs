@@ -75,6 +75,10 @@ struct Args {
     /// the <!-- media:begin --> region of --markdown).
     #[arg(long, conflicts_with = "no_media")]
     media_only: bool,
+    /// The send rate (sends/s) of the open-loop phases instead of half the measured maximum:
+    /// to compare two builds under the same load.
+    #[arg(long)]
+    open_loop_rate: Option<f64>,
 }
 
 #[tokio::main]
@@ -137,6 +141,7 @@ async fn main() -> ExitCode {
         opts.db_max_connections = v;
     }
     opts.media = !args.no_media;
+    opts.open_loop_rate = args.open_loop_rate.filter(|r| r.is_finite() && *r > 0.0);
     if args.media_only {
         if opts.out == Options::full().out || opts.out == Options::quick().out {
             opts.out = Some(PathBuf::from(if args.quick {

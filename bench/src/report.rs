@@ -222,6 +222,7 @@ impl Report {
             let met = match t.met {
                 Some(true) => "yes".to_string(),
                 Some(false) => "**no**".to_string(),
+                None if t.value.is_some() => format!("not judged: {}", t.note),
                 None => format!("not measured: {}", t.note),
             };
             s.push_str(&format!(
