@@ -4,6 +4,7 @@
 
 pub mod blobs;
 pub mod error;
+pub mod histogram;
 pub mod kafka;
 pub mod login_webhook;
 pub mod photos;

@@ -25,6 +25,7 @@ use anyhow::{anyhow, bail, Context};
 use clap::Parser;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
+use infrastructure::histogram::{quantile_bound, STAGE_BUCKETS};
 use ptslog_push_bench::{admin, database_url, load_average, login, rpc, Device};
 use ptslog_server::Config;
 use rand::Rng;
@@ -175,6 +176,10 @@ struct Step {
     walsender_cpu_pct: f64,
     /// CPU the server's runtime threads used during the window, in % of one core.
     server_cpu_pct: f64,
+    /// Where the time of a push goes, from the server's own histograms over the window (p50,
+    /// p99; bucket upper bounds in ms): commit to the relay reading it off the slot, the sink's
+    /// acknowledgement (Kafka's producer and broker), commit to the gateway holding the record.
+    stages: Stages,
     /// Measured at 80 % of the maximum (the step the target is judged on).
     at_target_share: bool,
     /// Unix µs bounds of the measured window, to assign commits to the step.
@@ -206,6 +211,45 @@ struct Figures {
     records_per_sec: f64,
     load_average_before: String,
     load_average: String,
+}
+
+/// p50 and p99 in ms of each stage of a push, over one window.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+struct Stages {
+    read: (f64, f64),
+    ack: (f64, f64),
+    receive: (f64, f64),
+}
+
+/// The counts of the stage histograms at one moment.
+struct StageCounts([Vec<u64>; 3]);
+
+impl StageCounts {
+    fn now(running: &ptslog_server::Running) -> Self {
+        Self([
+            running.relay_status.commit_to_read.counts(),
+            running.relay_status.sink_ack.counts(),
+            running.gateway.metrics.receive_latency.counts(),
+        ])
+    }
+
+    /// The stages of what was observed between `start` and `self`.
+    fn since(&self, start: &Self) -> Stages {
+        let q = |i: usize| {
+            let delta: Vec<u64> = self.0[i]
+                .iter()
+                .zip(&start.0[i])
+                .map(|(a, b)| a.saturating_sub(*b))
+                .collect();
+            let at = |q| quantile_bound(STAGE_BUCKETS, &delta, q).map_or(0.0, |s| s * 1000.0);
+            (at(0.5), at(0.99))
+        };
+        Stages {
+            read: q(0),
+            ack: q(1),
+            receive: q(2),
+        }
+    }
 }
 
 /// The server, on a runtime of its own.
@@ -252,6 +296,8 @@ fn run(args: &Args) -> anyhow::Result<Figures> {
     );
     if let Some(brokers) = &args.kafka_brokers {
         vars.insert("KAFKA_BROKERS".to_string(), brokers.clone());
+        // librdkafka properties to try, taken as `ptslog serve` takes them.
+        vars.extend(std::env::vars().filter(|(k, _)| k.starts_with("PTSLOG_KAFKA_OPT_")));
     }
     let config = Config::from_vars(&vars)?;
     // As `#[tokio::main]` of `ptslog serve` builds it: one worker per core.
@@ -378,6 +424,7 @@ impl Bench<'_> {
         let mut wal_unsent_max: i64 = 0;
         let mut wal_unflushed_max: i64 = 0;
         let mut produced_at_start = None;
+        let mut stages_at_start = None;
         let (mut walsender_cpu, mut server_cpu) = (None, None);
         while Instant::now() < window_end {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -395,8 +442,12 @@ impl Bench<'_> {
                 server_cpu.get_or_insert((now, server_ticks(), None)).2 =
                     Some((now, server_ticks()));
                 produced_at_start.get_or_insert((now, status.records_produced()));
+                stages_at_start.get_or_insert_with(|| StageCounts::now(self.relay));
             }
         }
+        let stages = stages_at_start
+            .map(|start| StageCounts::now(self.relay).since(&start))
+            .unwrap_or_default();
         // The last sample may fall just short of the window's end: take the end after the loop.
         let produced_at_end = Some((Instant::now(), status.records_produced()));
         for t in tasks {
@@ -431,6 +482,7 @@ impl Bench<'_> {
             wal_unflushed_max_bytes: wal_unflushed_max,
             walsender_cpu_pct: cpu_pct(walsender_cpu),
             server_cpu_pct: cpu_pct(server_cpu),
+            stages,
             at_target_share: false,
             window,
         }
@@ -657,8 +709,9 @@ async fn measure(args: &Args, server: &Server, db: &str) -> anyhow::Result<Figur
     for &rate in &args.rates {
         let step = bench.step(rate).await;
         eprintln!(
-            "step {:.0}/s: achieved {:.0}/s, send p99 {:.1} ms, relay lag max {:.2} s, WAL unflushed {} B unsent {} B, walsender {:.0} %, server {:.0} %",
-            rate, step.achieved_rate, step.send_p99_ms, step.relay_lag_max_s, step.wal_unflushed_max_bytes, step.wal_unsent_max_bytes, step.walsender_cpu_pct, step.server_cpu_pct
+            "step {:.0}/s: achieved {:.0}/s, send p99 {:.1} ms, relay lag max {:.2} s, WAL unflushed {} B unsent {} B, walsender {:.0} %, server {:.0} %, stages p50/p99 ms: read {:?} ack {:?} at gateway {:?}",
+            rate, step.achieved_rate, step.send_p99_ms, step.relay_lag_max_s, step.wal_unflushed_max_bytes, step.wal_unsent_max_bytes, step.walsender_cpu_pct, step.server_cpu_pct,
+            step.stages.read, step.stages.ack, step.stages.receive
         );
         let saturated = step.achieved_rate < rate * args.saturated_below;
         steps.push(step);
@@ -805,7 +858,7 @@ fn markdown(f: &Figures, args: &Args) -> String {
     let mut rows = String::new();
     for s in &f.steps {
         rows.push_str(&format!(
-            "| {asked:.0}{mark} | {achieved:.0} | {send99:.1} | {received} / {expected}{doubled} | {p50:.2} | {p90:.2} | {p99:.2} | {max:.2} | {lag:.2} | {rps:.0} | {unflushed:.0} | {unsent:.0} | {ws:.0} % | {srv:.0} % |\n",
+            "| {asked:.0}{mark} | {achieved:.0} | {send99:.1} | {received} / {expected}{doubled} | {p50:.2} | {p90:.2} | {p99:.2} | {max:.2} | {lag:.2} | {rps:.0} | {unflushed:.0} | {unsent:.0} | {ws:.0} % | {srv:.0} % | {read} | {ack} | {recv} |\n",
             asked = s.rate_asked,
             mark = if s.at_target_share { " (80 % of max)" } else { "" },
             achieved = s.achieved_rate,
@@ -823,6 +876,9 @@ fn markdown(f: &Figures, args: &Args) -> String {
             unflushed = s.wal_unflushed_max_bytes as f64 / 1024.0,
             ws = s.walsender_cpu_pct,
             srv = s.server_cpu_pct,
+            read = pair(s.stages.read),
+            ack = pair(s.stages.ack),
+            recv = pair(s.stages.receive),
         ));
     }
     let backlog = if f.backlog_records > 0 {
@@ -841,8 +897,8 @@ fn markdown(f: &Figures, args: &Args) -> String {
          {devices} online WebSocket devices; each account's first device sends to the next account, so each send \
          is pushed to the recipient's {devices} devices and the sender's {others} others. Each step: {warm:.0} s \
          warm-up, {secs:.0} s measured.\n\n\
-         | sends/s asked | achieved | send p99 ms | pushes received / expected | p50 ms | p90 ms | p99 ms | max ms | relay lag max s | relay records/s | WAL unflushed max KiB | WAL unsent max KiB | walsender CPU | server CPU |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
+         | sends/s asked | achieved | send p99 ms | pushes received / expected | p50 ms | p90 ms | p99 ms | max ms | relay lag max s | relay records/s | WAL unflushed max KiB | WAL unsent max KiB | walsender CPU | server CPU | commit→relay read p50 / p99 ms | sink ack p50 / p99 ms | commit→gateway p50 / p99 ms |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
          {rows}\n\
          Maximum send rate {maxr:.0}/s; at 80 % of it ({target:.0}/s asked) commit-to-push p99 is {p99:.2} ms: \
          {verdict} (target < {goal:.0} ms, every push delivered once).\n\n\
@@ -850,7 +906,12 @@ fn markdown(f: &Figures, args: &Args) -> String {
          Latency runs from the event's `committed_at` (taken inside the committing transaction) to the frame's \
          arrival at the client's socket. WAL unflushed: inserted but not yet on disk (no walsender can decode it \
          yet); WAL unsent: flushed but not yet sent to the relay by its walsender (`pg_stat_replication.sent_lsn`). CPU in % of one core, from /proc: the walsender process and the \
-         server's threads (its runtime and the feed's thread; the clients run on threads of their own).\n",
+         server's threads (its runtime and the feed's thread; the clients run on threads of their own). The last three \
+         columns are the server's own stage histograms over the window (`ptslog_relay_commit_to_read_seconds`, \
+         `ptslog_relay_sink_ack_seconds`, `ptslog_push_receive_latency_seconds`), as the upper bounds of the buckets \
+         holding p50 and p99: commit to the relay reading the transaction off the slot; the relay handing it to the \
+         sink to the sink's acknowledgement; commit to the gateway holding the record (from Kafka or the in-process feed). \
+         What the last leaves of the push's p99 is rendering, the hub and the sockets.\n",
         mode = f.mode,
         date = chrono::Utc::now().format("%Y-%m-%d"),
         flags = if args.kafka_brokers.is_some() { " --kafka" } else { "" },
@@ -869,6 +930,11 @@ fn markdown(f: &Figures, args: &Args) -> String {
         verdict = if f.target_met { "**met**" } else { "**not met**" },
         goal = P99_TARGET_MS,
     )
+}
+
+/// A stage's p50 / p99 as a table cell.
+fn pair((p50, p99): (f64, f64)) -> String {
+    format!("{p50} / {p99}")
 }
 
 /// Replaces this mode's subsection of the push region, keeping the other mode's.

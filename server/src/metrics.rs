@@ -64,6 +64,18 @@ pub fn render(ops: &Ops) -> String {
         "Log rows the relay could not read: published as undecodable records (no payload) or skipped; alert on any.",
         relay.undecodable_records(),
     );
+    histogram(
+        &mut out,
+        "ptslog_relay_commit_to_read_seconds",
+        "From a transaction's commit to the relay reading it off the replication slot.",
+        &relay.commit_to_read,
+    );
+    histogram(
+        &mut out,
+        "ptslog_relay_sink_ack_seconds",
+        "From the relay handing a transaction's records to the sink to the sink acknowledging them.",
+        &relay.sink_ack,
+    );
     if let Some(m) = &ops.mtproto {
         let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
         metric(
@@ -174,14 +186,25 @@ pub fn render(ops: &Ops) -> String {
             "Records that could not be turned into a push (left to getDifference).",
             m.bad_records.load(Ordering::Relaxed),
         );
-        let _ = writeln!(
-            out,
-            "# HELP ptslog_push_latency_seconds From an event's committed_at to its frame written to the device's socket.\n# TYPE ptslog_push_latency_seconds histogram"
+        histogram(
+            &mut out,
+            "ptslog_push_latency_seconds",
+            "From an event's committed_at to its frame written to the device's socket.",
+            &m.push_latency,
         );
-        m.push_latency
-            .render(&mut out, "ptslog_push_latency_seconds");
+        histogram(
+            &mut out,
+            "ptslog_push_receive_latency_seconds",
+            "From an event's committed_at to the gateway holding its record (relay and broker), for accounts with devices here.",
+            &m.receive_latency,
+        );
     }
     out
+}
+
+fn histogram(out: &mut String, name: &str, help: &str, h: &infrastructure::histogram::Histogram) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    h.render(out, name);
 }
 
 /// One gauge with a value per projection.

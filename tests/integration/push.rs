@@ -436,6 +436,20 @@ async fn scenario(mode: Mode, broker: Option<Broker>, broker_outage: bool) {
     ] {
         assert!(metrics.contains(name), "/metrics lacks {name}:\n{metrics}");
     }
+    // Every stage of a push was timed: the relay's read and the sink's acknowledgement of each
+    // transaction with records, the gateway's receipt of each record of an online account.
+    for name in [
+        "ptslog_relay_commit_to_read_seconds",
+        "ptslog_relay_sink_ack_seconds",
+        "ptslog_push_receive_latency_seconds",
+    ] {
+        let count = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}_count ")))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("/metrics lacks {name}_count:\n{metrics}"));
+        assert!(count > 0, "{name} observed nothing:\n{metrics}");
+    }
 
     for phone in phones {
         assert_eq!(

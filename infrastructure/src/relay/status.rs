@@ -7,6 +7,8 @@ use std::sync::Mutex;
 use pgwire_replication::Lsn;
 use serde::Serialize;
 
+use crate::histogram::{Histogram, STAGE_BUCKETS};
+
 /// The relay's part in the one-active-relay election.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -48,6 +50,12 @@ pub struct RelayStatus {
     undecodable_records: AtomicU64,
     sessions_started: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// From a transaction's commit to the relay reading its Commit message off the slot: the
+    /// walsender's decoding and the stream (a push's first stage).
+    pub commit_to_read: Histogram,
+    /// From handing a transaction's records to the sink to the sink's acknowledgement (for Kafka:
+    /// the producer's batching and the broker's acks=all write).
+    pub sink_ack: Histogram,
 }
 
 /// A snapshot, as `/healthz/relay` shows it.
@@ -109,6 +117,8 @@ impl RelayStatus {
             undecodable_records: AtomicU64::new(0),
             sessions_started: AtomicU64::new(0),
             last_error: Mutex::new(None),
+            commit_to_read: Histogram::new(STAGE_BUCKETS),
+            sink_ack: Histogram::new(STAGE_BUCKETS),
         }
     }
 
@@ -159,6 +169,13 @@ impl RelayStatus {
 
     pub fn saw_wal_end(&self, lsn: Lsn) {
         self.wal_end.fetch_max(lsn.as_u64(), Ordering::Relaxed);
+    }
+
+    /// A transaction committed at `commit_micros` was read (its Commit message arrived).
+    pub fn read_commit(&self, commit_micros: i64) {
+        // Another host's clock may be a little ahead; a negative latency counts as zero.
+        self.commit_to_read
+            .observe_micros(u64::try_from(now_micros() - commit_micros).unwrap_or(0));
     }
 
     /// A transaction committed at `commit_micros` was read and waits for its acknowledgement.

@@ -7,6 +7,7 @@
 //! (and sent) again: duplicates, never gaps.
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use futures::stream::FuturesOrdered;
 use futures::{FutureExt, StreamExt};
@@ -53,6 +54,16 @@ struct Pending {
     lsn: Lsn,
     /// Unix µs; 0 for a keepalive position (no transaction behind it).
     commit_micros: i64,
+    /// When its records went to the sink; `None` when there were none (nothing to time).
+    sent_at: Option<Instant>,
+}
+
+/// An acknowledgement with the moment it resolved: acks are popped in commit order, so one that
+/// resolved early may be popped late, and its latency must not include the wait behind another.
+type TimedAck = futures::future::BoxFuture<'static, (Result<(), super::sink::SinkError>, Instant)>;
+
+fn timed(ack: Ack) -> TimedAck {
+    ack.map(|result| (result, Instant::now())).boxed()
 }
 
 /// Streams until `shutdown` turns true (then `Ok`) or something fails.
@@ -90,7 +101,7 @@ async fn pump(
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<(), RelayError> {
     let mut relations = Relations::default();
-    let mut acks: FuturesOrdered<Ack> = FuturesOrdered::new();
+    let mut acks: FuturesOrdered<TimedAck> = FuturesOrdered::new();
     let mut pending: VecDeque<Pending> = VecDeque::new();
     // Records of the transaction being read (between Begin and Commit).
     let mut transaction: Option<Vec<application::fanout::LogRecord>> = None;
@@ -101,7 +112,7 @@ async fn pump(
             biased;
             // Shutdown requested, or its sender dropped (the owner is gone): stop cleanly.
             _ = super::leader::stopped(shutdown) => return Ok(()),
-            Some(acked) = acks.next(), if !acks.is_empty() => {
+            Some((acked, resolved_at)) = acks.next(), if !acks.is_empty() => {
                 if let Err(e) = acked {
                     status.produce_error();
                     return Err(RelayError::Transient(format!("sink: {e}")));
@@ -109,6 +120,9 @@ async fn pump(
                 let Some(done) = pending.pop_front() else {
                     return Err(RelayError::Transient("bug: an acknowledgement without a pending position".into()));
                 };
+                if let Some(sent_at) = done.sent_at {
+                    status.sink_ack.observe_micros(resolved_at.saturating_duration_since(sent_at).as_micros() as u64);
+                }
                 client.update_applied_lsn(done.lsn);
                 let oldest = pending.iter().map(|p| p.commit_micros).find(|&m| m != 0).unwrap_or(0);
                 status.confirmed(done.lsn, oldest);
@@ -156,20 +170,22 @@ async fn pump(
                         status.saw_wal_end(end_lsn);
                         let records = transaction.take().unwrap_or_default();
                         let commit_micros = commit_time_micros + PG_EPOCH_MICROS;
-                        let ack = if records.is_empty() {
-                            futures::future::ready(Ok(())).boxed()
+                        let (ack, sent_at) = if records.is_empty() {
+                            (futures::future::ready(Ok(())).boxed(), None)
                         } else {
                             let count = records.len() as u64;
+                            status.read_commit(commit_micros);
                             status.read_transaction(commit_micros);
+                            let sent_at = Instant::now();
                             let ack = sink.send(records).await.map_err(|e| {
                                 status.produce_error();
                                 RelayError::Transient(format!("sink: {e}"))
                             })?;
                             status.produced(count);
-                            ack
+                            (ack, Some(sent_at))
                         };
-                        acks.push_back(ack);
-                        pending.push_back(Pending { lsn: end_lsn, commit_micros });
+                        acks.push_back(timed(ack));
+                        pending.push_back(Pending { lsn: end_lsn, commit_micros, sent_at });
                         last_queued = end_lsn;
                     }
                     ReplicationEvent::KeepAlive { wal_end, .. } => {
@@ -178,8 +194,8 @@ async fn pump(
                         // its position can be confirmed (behind what is in flight), so an idle log
                         // does not hold WAL of other tables' writes.
                         if transaction.is_none() && wal_end > last_queued {
-                            acks.push_back(futures::future::ready(Ok(())).boxed());
-                            pending.push_back(Pending { lsn: wal_end, commit_micros: 0 });
+                            acks.push_back(timed(futures::future::ready(Ok(())).boxed()));
+                            pending.push_back(Pending { lsn: wal_end, commit_micros: 0, sent_at: None });
                             last_queued = wal_end;
                         }
                     }

@@ -54,6 +54,7 @@ impl Fanout {
                 return;
             }
         };
+        self.metrics.received(committed_at.timestamp_micros());
         let users = match self.frame_users(user_id, &frame_users(&stored)).await {
             Ok(mut users) => {
                 self.overlay_contact_change(user_id, &stored.event, &mut users);

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use application::fanout::DeliveryReport;
 
-use super::histogram::{Histogram, LATENCY_BUCKETS};
+use infrastructure::histogram::{Histogram, LATENCY_BUCKETS, STAGE_BUCKETS};
 
 #[derive(Debug)]
 pub struct GatewayMetrics {
@@ -16,6 +16,10 @@ pub struct GatewayMetrics {
     pub bad_records: AtomicU64,
     /// From the event's `committed_at` to its frame written to the socket.
     pub push_latency: Histogram,
+    /// From the event's `committed_at` to the gateway holding its record (from Kafka or the
+    /// in-process feed), for accounts with devices here: the relay's and the broker's part of
+    /// `push_latency`; the rest is rendering and the sockets.
+    pub receive_latency: Histogram,
 }
 
 impl Default for GatewayMetrics {
@@ -26,6 +30,7 @@ impl Default for GatewayMetrics {
             duplicates: AtomicU64::new(0),
             bad_records: AtomicU64::new(0),
             push_latency: Histogram::new(LATENCY_BUCKETS),
+            receive_latency: Histogram::new(STAGE_BUCKETS),
         }
     }
 }
@@ -40,9 +45,18 @@ impl GatewayMetrics {
 
     pub fn pushed(&self, committed_at_micros: i64) {
         self.pushes.fetch_add(1, Ordering::Relaxed);
-        let now = chrono::Utc::now().timestamp_micros();
-        // Clocks of different hosts may disagree a little; a negative latency counts as zero.
-        self.push_latency
-            .observe_micros(u64::try_from(now - committed_at_micros).unwrap_or(0));
+        self.push_latency.observe_micros(since(committed_at_micros));
     }
+
+    pub fn received(&self, committed_at_micros: i64) {
+        self.receive_latency
+            .observe_micros(since(committed_at_micros));
+    }
+}
+
+/// Microseconds from a commit time to now. Clocks of different hosts may disagree a little; a
+/// negative latency counts as zero.
+fn since(committed_at_micros: i64) -> u64 {
+    let now = chrono::Utc::now().timestamp_micros();
+    u64::try_from(now - committed_at_micros).unwrap_or(0)
 }

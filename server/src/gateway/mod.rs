@@ -5,7 +5,6 @@ mod contact_cache;
 mod device_channel;
 pub mod device_endings;
 mod fanout;
-pub mod histogram;
 pub mod metrics;
 mod profile_push;
 pub mod push_sockets;
