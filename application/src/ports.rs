@@ -543,15 +543,20 @@ pub trait WriteTx: Send {
     /// and may not be appended to. Call once, first, instead of `lock_users`.
     async fn try_lock_users(&mut self, users: &[UserId]) -> Result<Vec<UserId>, StoreError>;
 
-    /// Marks a point this transaction can go back to with [`WriteTx::rollback_to_savepoint`]
-    /// (the previous mark, if any, is released: marks do not nest). Group commit runs each send
-    /// of a batch after one.
-    async fn savepoint(&mut self) -> Result<(), StoreError>;
-    /// Undoes everything since the last [`WriteTx::savepoint`] — rows, projections, the counters
-    /// kept in memory and the buffered events — also after a failed statement; the locks stay.
-    async fn rollback_to_savepoint(&mut self) -> Result<(), StoreError>;
+    /// Remembers the in-memory state (the counters, the buffered events) before one send of a
+    /// batch, without a round trip: group commit runs each send after one, instead of a savepoint
+    /// per send (the previous mark is dropped: marks do not nest).
+    fn mark(&mut self);
+    /// After a send that failed: if it wrote nothing since the [`WriteTx::mark`] (appended no
+    /// event; every write of a send is an append and its projections), puts the counters back as
+    /// they were at the mark and answers true, and the transaction goes on. False when something
+    /// was written: only rolling the whole transaction back undoes it.
+    fn undo_to_mark(&mut self) -> bool;
 
     async fn commit(self: Box<Self>) -> Result<(), StoreError>;
+    /// Rolls back now, releasing the locks before it returns (dropping a transaction rolls it
+    /// back too, but only when its connection is next used).
+    async fn rollback(self: Box<Self>) -> Result<(), StoreError>;
 }
 
 /// Accounts and devices.

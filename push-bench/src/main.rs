@@ -298,11 +298,16 @@ fn run(args: &Args) -> anyhow::Result<Figures> {
         vars.insert("KAFKA_BROKERS".to_string(), brokers.clone());
         // A topic of its own: a broker's cost may grow with what a topic holds (tansu's memory
         // storage does), and one run must not slow the next.
-        vars.insert("PTSLOG_KAFKA_TOPIC".to_string(), format!("benchpush.{stamp}"));
+        vars.insert(
+            "PTSLOG_KAFKA_TOPIC".to_string(),
+            format!("benchpush.{stamp}"),
+        );
         // librdkafka properties and the partition count to try, taken as `ptslog serve` takes them.
-        vars.extend(std::env::vars().filter(|(k, _)| {
-            k.starts_with("PTSLOG_KAFKA_OPT_") || k == "PTSLOG_KAFKA_PARTITIONS"
-        }));
+        vars.extend(
+            std::env::vars().filter(|(k, _)| {
+                k.starts_with("PTSLOG_KAFKA_OPT_") || k == "PTSLOG_KAFKA_PARTITIONS"
+            }),
+        );
     }
     let config = Config::from_vars(&vars)?;
     // As `#[tokio::main]` of `ptslog serve` builds it: one worker per core.

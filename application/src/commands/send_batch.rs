@@ -9,12 +9,13 @@
 //! statement without waiting (`SKIP LOCKED`: a send with an account another transaction holds —
 //! another process's, or another command's — leaves the batch and runs alone, so a busy account
 //! never stalls the others' sends, and a batch never waits while holding locks), runs each send
-//! in queue order after a savepoint, rolls a failing send back to its savepoint (it is answered with its own error, its neighbours go on),
-//! and commits once. The counters stay in the transaction's memory across the batch, so each
+//! in queue order, and commits once. A send refused before it wrote (its checks are reads) is
+//! answered with its error and its neighbours go on; one that fails after writing is answered with
+//! its error and the batch runs again without it in a new transaction (no savepoint per send). The counters stay in the transaction's memory across the batch, so each
 //! account's pts stay dense and in commit order; a random_id repeated within the batch finds the
 //! earlier send's box (same transaction) and is answered with it. Nobody is answered before the
-//! commit, so a crash loses only unanswered sends. If the batch itself fails (its BEGIN, lock,
-//! savepoint or commit), nothing of it was committed — or, if the commit's outcome is unknown,
+//! commit, so a crash loses only unanswered sends. If the batch itself fails (its BEGIN, lock, a
+//! second send failing after writing, or the commit), nothing of it was committed — or, if the commit's outcome is unknown,
 //! every send of it is idempotent by random_id — and each send is run again alone.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::send_message::{send_alone, send_locked, PreparedSend};
 use super::send_queue::{Accounts, SendQueue};
 use crate::error::AppError;
-use crate::ports::{Store, StoreError};
+use crate::ports::{Store, StoreError, WriteTx};
 use crate::tl::Updates;
 
 /// Whether sends are batched unless configured otherwise (`PTSLOG_SEND_BATCH_MAX`; 0 turns it
@@ -37,9 +38,8 @@ use crate::tl::Updates;
 pub const SEND_BATCHING_BY_DEFAULT: bool = true;
 /// Sends per batch by default.
 pub const DEFAULT_SEND_BATCH_MAX: usize = 32;
-/// The most sends one batch may hold: each send that writes is a subtransaction, and Postgres
-/// caches 64 subtransaction ids per backend (`PGPROC_MAX_CACHED_SUBXIDS`); past that every other
-/// backend's snapshot has to consult `pg_subtrans`.
+/// The most sends one batch may hold: its locks and rows are held until its one commit, and a
+/// send failing after writing makes the batch run again, so the batch's size bounds that waste.
 pub const MAX_SEND_BATCH: usize = 64;
 /// How long a batch waits for more sends after its first, by default: none. Sends that arrive
 /// while every committer is busy wait for one anyway, and are taken together when one is free.
@@ -258,14 +258,8 @@ async fn run_batch(
     store: &Arc<dyn Store>,
     batch: &mut Vec<Queued>,
 ) -> Result<Vec<Result<Updates, AppError>>, StoreError> {
-    let mut accounts: Vec<_> = batch
-        .iter()
-        .flat_map(|q| [q.send.sender, q.send.peer_id])
-        .collect();
-    accounts.sort();
-    accounts.dedup();
     let mut tx = store.begin().await?;
-    let locked = tx.try_lock_users(&accounts).await?;
+    let locked = tx.try_lock_users(&accounts_of(batch)).await?;
     let (ready, held): (Vec<Queued>, Vec<Queued>) = std::mem::take(batch)
         .into_iter()
         .partition(|q| locked.contains(&q.send.sender) && locked.contains(&q.send.peer_id));
@@ -280,24 +274,96 @@ async fn run_batch(
         return Ok(Vec::new());
     }
     if let [only] = batch.as_slice() {
-        // Alone: no savepoint; a failure rolls the transaction back.
+        // Alone: a failure rolls the transaction back.
         let answer = send_locked(tx.as_mut(), &only.send).await;
         if answer.is_ok() {
             tx.commit().await?;
         }
         return Ok(vec![answer]);
     }
-    let mut answers = Vec::with_capacity(batch.len());
-    for q in batch.iter() {
-        tx.savepoint().await?;
-        match send_locked(tx.as_mut(), &q.send).await {
-            Ok(a) => answers.push(Ok(a)),
-            Err(e) => {
-                tx.rollback_to_savepoint().await?;
-                answers.push(Err(e));
+    // A send that fails having written nothing (a refusal, decided from reads) is answered with
+    // its error and the transaction goes on. One that fails after writing, or whose statement
+    // failed (which aborts the transaction in Postgres), is answered with its error and the batch
+    // runs again without it, in a new transaction; a second such failure gives up the batch (its
+    // sends then run alone). No savepoint per send: failures after a write are rare, and a
+    // savepoint costs every send a round trip and a subtransaction.
+    let mut culprit: Option<(usize, AppError)> = None;
+    loop {
+        match run_sends(tx.as_mut(), batch, culprit.as_ref().map(|(i, _)| *i)).await {
+            Ok(mut answers) => {
+                tx.commit().await?;
+                if let Some((i, e)) = culprit {
+                    answers.insert(i, Err(e));
+                }
+                return Ok(answers);
+            }
+            Err((i, e)) => {
+                if culprit.is_some() {
+                    return Err(StoreError::Database(format!(
+                        "a second send of the batch failed after writing: {e}"
+                    )));
+                }
+                tracing::warn!(error = %e, "a send failed inside its batch; the batch runs again without it");
+                culprit = Some((i, e));
+                // Rolled back at once (so its locks are free), then the accounts are locked
+                // again; a batch that cannot have them all back runs alone.
+                tx.rollback().await?;
+                tx = store.begin().await?;
+                let needed = accounts_of(batch);
+                let locked = tx.try_lock_users(&needed).await?;
+                if locked.len() != needed.len() {
+                    return Err(StoreError::Database(
+                        "the batch's accounts could not all be locked again".into(),
+                    ));
+                }
             }
         }
     }
-    tx.commit().await?;
+}
+
+/// The accounts of a batch's sends, ascending, once each (the order they are locked in).
+fn accounts_of(batch: &[Queued]) -> Vec<UserId> {
+    let mut accounts: Vec<UserId> = batch
+        .iter()
+        .flat_map(|q| [q.send.sender, q.send.peer_id])
+        .collect();
+    accounts.sort();
+    accounts.dedup();
+    accounts
+}
+
+/// Runs the batch's sends but `skip` in order; the answers, or the index and error of the first
+/// send that failed after writing (the transaction must then be rolled back).
+async fn run_sends(
+    tx: &mut dyn WriteTx,
+    batch: &[Queued],
+    skip: Option<usize>,
+) -> Result<Vec<Result<Updates, AppError>>, (usize, AppError)> {
+    let mut answers = Vec::with_capacity(batch.len());
+    for (i, q) in batch.iter().enumerate() {
+        if Some(i) == skip {
+            continue;
+        }
+        tx.mark();
+        match send_locked(&mut *tx, &q.send).await {
+            Ok(a) => answers.push(Ok(a)),
+            Err(e) if !aborts_transaction(&e) && tx.undo_to_mark() => answers.push(Err(e)),
+            Err(e) => return Err((i, e)),
+        }
+    }
     Ok(answers)
+}
+
+/// Whether an error may have come from a failed statement, after which Postgres refuses every
+/// statement of the transaction until it rolls back.
+fn aborts_transaction(e: &AppError) -> bool {
+    matches!(
+        e,
+        AppError::Store(
+            StoreError::Database(_)
+                | StoreError::Timeout(_)
+                | StoreError::Corrupt(_)
+                | StoreError::Bug(_)
+        )
+    )
 }

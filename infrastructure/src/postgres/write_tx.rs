@@ -54,20 +54,16 @@ pub struct PgWriteTx {
     events: Vec<PendingEvent>,
     /// A message id `send_preflight` fetched with its reads, for the send's `next_message_id`.
     prefetched_message_id: Option<MessageId>,
-    /// What the in-memory state was at the last `savepoint` (None: no savepoint open).
+    /// What the in-memory state was at the last `mark` (None: no mark set).
     mark: Option<Mark>,
 }
 
-/// The in-memory half of a savepoint: Postgres undoes the rows, this undoes the counters and the
-/// buffered events.
+/// The in-memory state before one send of a batch (`WriteTx::mark`).
 #[derive(Debug)]
 struct Mark {
     counters: HashMap<UserId, Counters>,
     events: usize,
 }
-
-// One savepoint name (`ptslog_send`): each `savepoint` releases the previous mark and sets a new
-// one, so a batch's transaction never nests more than one level deep.
 
 impl PgWriteTx {
     pub async fn begin(pool: &PgPool) -> Result<Self, StoreError> {
@@ -565,38 +561,29 @@ impl WriteTx for PgWriteTx {
         rows::pts(c.pts)
     }
 
-    async fn savepoint(&mut self) -> Result<(), StoreError> {
-        // One round trip (a query without parameters goes by the simple protocol, which takes both
-        // statements at once).
-        let sql = if self.mark.is_some() {
-            "RELEASE SAVEPOINT ptslog_send; SAVEPOINT ptslog_send"
-        } else {
-            "SAVEPOINT ptslog_send"
-        };
-        sqlx::Executor::execute(&mut *self.tx, sql)
-            .await
-            .map_err(db_error)?;
+    fn mark(&mut self) {
         self.mark = Some(Mark {
             counters: self.counters.clone(),
             events: self.events.len(),
         });
-        Ok(())
     }
 
-    async fn rollback_to_savepoint(&mut self) -> Result<(), StoreError> {
-        let Some(mark) = &self.mark else {
-            return Err(StoreError::Bug(
-                "rollback_to_savepoint without a savepoint".into(),
-            ));
-        };
-        sqlx::Executor::execute(&mut *self.tx, "ROLLBACK TO SAVEPOINT ptslog_send")
-            .await
-            .map_err(db_error)?;
-        self.counters = mark.counters.clone();
-        self.events.truncate(mark.events);
-        // A message id fetched by the undone send stays unused (ids only need to be unique).
-        self.prefetched_message_id = None;
-        Ok(())
+    fn undo_to_mark(&mut self) -> bool {
+        match self.mark.take() {
+            Some(mark) if mark.events == self.events.len() => {
+                // A box id taken in memory by the failed send is given back, so boxes stay dense.
+                self.counters = mark.counters;
+                // A message id fetched for the failed send stays unused (ids only need to be
+                // unique).
+                self.prefetched_message_id = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    async fn rollback(self: Box<Self>) -> Result<(), StoreError> {
+        self.tx.rollback().await.map_err(db_error)
     }
 
     /// The counters and the buffered events in one statement (a data-modifying CTE), then COMMIT.
