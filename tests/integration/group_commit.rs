@@ -1,6 +1,8 @@
 //! Group commit of sends (application/src/commands/send_batch.rs): concurrent sends between
 //! overlapping pairs share transactions and keep every account's pts dense; each send is answered
-//! once, with what committed; a failing send in a batch fails alone; a random_id repeated within a
+//! once, with what committed; a failing send in a batch fails alone (a refused one in the same
+//! transaction, one failing after writing by a rerun of the batch without it, two by giving the
+//! batch up); a random_id repeated within a
 //! batch or across batches answers the first send; the log and the projections agree.
 
 use std::collections::{HashMap, HashSet};
@@ -231,6 +233,46 @@ async fn concurrent_sends_between_overlapping_pairs_share_commits_and_keep_pts_d
     s.stop().await;
 }
 
+/// A send that fails inside the transaction after writing: the recipient's copy of "poison"
+/// raises, once the sender's copy (a row, a dialog, the sender's counters) is in.
+async fn poison_trigger(s: &TestServer) {
+    sqlx::raw_sql(
+        "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.text = 'poison' AND NOT NEW.outgoing THEN RAISE EXCEPTION 'poisoned'; END IF; \
+         RETURN NEW; END $$; \
+         CREATE TRIGGER poison AFTER INSERT ON message_boxes FOR EACH ROW EXECUTE FUNCTION poison();",
+    )
+    .execute(&s.pool)
+    .await
+    .unwrap();
+}
+
+/// Holds the only committer: Dave's Saved Messages dialog row is locked in the returned
+/// transaction, so his send (alone in its batch, his account locked) waits in the middle of its
+/// own. The sends queued meanwhile make the next batch; committing the hold lets it run.
+async fn hold_the_committer(
+    s: &TestServer,
+    dave: &Device,
+) -> (
+    sqlx::Transaction<'static, sqlx::Postgres>,
+    tokio::task::JoinHandle<Value>,
+) {
+    dave.send(&self_peer(), "saved").await;
+    let mut hold = s.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM dialogs WHERE user_id = $1 FOR UPDATE")
+        .bind(dave.user_id)
+        .execute(&mut *hold)
+        .await
+        .unwrap();
+    let blocker = {
+        let dave = dave.clone();
+        tokio::spawn(async move { dave.send(&self_peer(), "blocker").await })
+    };
+    wait_queued(s, 0).await;
+    wait_lock_waiter(s).await;
+    (hold, blocker)
+}
+
 #[tokio::test]
 async fn a_failing_send_fails_alone_and_a_repeated_random_id_answers_the_first() {
     // One committer and no waiting: the sends queued while it is busy make the next batch.
@@ -243,34 +285,10 @@ async fn a_failing_send_fails_alone_and_a_repeated_random_id_answers_the_first()
     carol
         .rpc("contacts.block", json!({"id": carol_to_alice}))
         .await;
-    // A send that fails inside the transaction after writing: the recipient's copy of "poison"
-    // raises, once the sender's copy (a row, a dialog, the sender's counters) is in.
-    sqlx::raw_sql(
-        "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
-         BEGIN IF NEW.text = 'poison' AND NOT NEW.outgoing THEN RAISE EXCEPTION 'poisoned'; END IF; \
-         RETURN NEW; END $$; \
-         CREATE TRIGGER poison AFTER INSERT ON message_boxes FOR EACH ROW EXECUTE FUNCTION poison();",
-    )
-    .execute(&s.pool)
-    .await
-    .unwrap();
+    poison_trigger(&s).await;
     let alice_pts = crate::send::pts(&alice).await;
 
-    // Hold the committer: Dave's Saved Messages dialog row is locked here, so his send (alone in
-    // its batch, his account locked) waits in the middle of its transaction.
-    dave.send(&self_peer(), "saved").await;
-    let mut hold = s.pool.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM dialogs WHERE user_id = $1 FOR UPDATE")
-        .bind(dave.user_id)
-        .execute(&mut *hold)
-        .await
-        .unwrap();
-    let blocker = {
-        let dave = dave.clone();
-        tokio::spawn(async move { dave.send(&self_peer(), "blocker").await })
-    };
-    wait_queued(&s, 0).await;
-    wait_lock_waiter(&s).await;
+    let (hold, blocker) = hold_the_committer(&s, &dave).await;
 
     // Queued one by one, so the batch runs them in this order.
     let (r1, r2, r3) = (rid(), rid(), rid());
@@ -353,5 +371,81 @@ async fn a_failing_send_fails_alone_and_a_repeated_random_id_answers_the_first()
         .rpc("messages.sendMessage", send_params(&to_bob, "a1", r1))
         .await;
     assert_eq!(again, ok(0));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn two_sends_failing_after_writing_give_up_the_batch_and_the_rest_commit_once() {
+    let s = TestServer::start_with(batching(32, Duration::ZERO, 1)).await;
+    let (alice, bob, carol, to_bob, to_carol) = three(&s).await;
+    let dave = s.login(DAVE, "Dave").await;
+    let bob_to_carol = bob.peer_of(CAROL).await;
+    poison_trigger(&s).await;
+    let (hold, blocker) = hold_the_committer(&s, &dave).await;
+
+    // The first poisoned send makes the batch run again without it; the second gives the batch
+    // up, and every send of it runs alone.
+    let queue: Vec<(&Device, Value)> = vec![
+        (&alice, send_params(&to_bob, "a1", rid())),
+        (&alice, send_params(&to_bob, "poison", rid())),
+        (&bob, send_params(&bob_to_carol, "b1", rid())),
+        (&alice, send_params(&to_carol, "poison", rid())),
+        (&alice, send_params(&to_bob, "a2", rid())),
+    ];
+    let mut calls = Vec::new();
+    for (n, (d, params)) in queue.into_iter().enumerate() {
+        let d = d.clone();
+        calls.push(tokio::spawn(async move {
+            d.call("messages.sendMessage", params).await
+        }));
+        wait_queued(&s, n + 1).await;
+    }
+    hold.commit().await.unwrap();
+    blocker.await.unwrap();
+    let mut answers = Vec::new();
+    for c in calls {
+        answers.push(c.await.unwrap());
+    }
+    for n in [0, 2, 4] {
+        answered(&answers, n);
+    }
+    for n in [1, 3] {
+        assert_ne!(answers[n].0, 200, "poisoned send {n}: {}", answers[n].1);
+        assert_eq!(answers[n].1["_"], "rpc_error");
+    }
+
+    // Each good send once in each of its two boxes (alone, a1 and a2 may commit in either
+    // order); nothing of the poisoned ones.
+    let mut texts: Vec<(i64, String)> =
+        sqlx::query_as("SELECT owner_user_id, text FROM message_boxes WHERE owner_user_id <> $1")
+            .bind(dave.user_id)
+            .fetch_all(&s.pool)
+            .await
+            .unwrap();
+    texts.sort();
+    let mut want: Vec<(i64, String)> = [
+        (alice.user_id, "a1"),
+        (alice.user_id, "a2"),
+        (bob.user_id, "a1"),
+        (bob.user_id, "a2"),
+        (bob.user_id, "b1"),
+        (carol.user_id, "b1"),
+    ]
+    .into_iter()
+    .map(|(o, t)| (o, t.to_string()))
+    .collect();
+    want.sort();
+    assert_eq!(texts, want);
+    // The batch was given up: each good send committed alone.
+    let txs: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT xmin::text FROM user_update_events \
+         WHERE kind = 'new_message' AND payload->'message'->>'text' IN ('a1', 'b1', 'a2')",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(txs.len(), 3, "one transaction per good send: {txs:?}");
+    assert_logs_dense(&s).await;
+    assert_projections_match_the_log(&s).await;
     s.stop().await;
 }
