@@ -24,16 +24,18 @@ use crate::mtproto::{MtprotoMetrics, PublicKeyInfo};
 
 /// Connects to Postgres, applies pending migrations and wires the adapters into an [`App`].
 pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
-    let (app, pool, _, _) = build_with_store(config).await?;
+    let (app, pool, _) = build_with_acks(config).await?;
     Ok((app, pool))
 }
 
 /// Connections of the admin pool: an operator's export or status read, rarely more than one.
 const ADMIN_POOL_CONNECTIONS: u32 = 2;
 
-async fn build_with_store(
-    config: &Config,
-) -> anyhow::Result<(App, PgPool, Arc<dyn Store>, Arc<Acks>)> {
+/// Connections of the feed's pool: the fanout's cache misses (users, contact links), one record
+/// at a time.
+const FEED_POOL_CONNECTIONS: u32 = 2;
+
+async fn build_with_acks(config: &Config) -> anyhow::Result<(App, PgPool, Arc<Acks>)> {
     // Shared by the accounts adapter (endings wait on them) and the revocation listener.
     let revocation_acks = Acks::new();
     let pool = infrastructure::postgres::connect_with(
@@ -81,7 +83,7 @@ async fn build_with_store(
         Arc::new(PgStore::with_read_pool(pool.clone(), read))
     };
     let app = App::new(
-        store.clone(),
+        store,
         Arc::new(PgAccounts::new(pool.clone()).with_acks(revocation_acks.clone())),
         Arc::new(limiter),
         keys,
@@ -109,7 +111,7 @@ async fn build_with_store(
         Some(batching) => app.with_send_batching(batching),
         None => app,
     };
-    Ok((app, pool, store, revocation_acks))
+    Ok((app, pool, revocation_acks))
 }
 
 /// File bytes: the configured blob store (which also stages upload parts) and the Postgres
@@ -273,9 +275,20 @@ impl Running {
 /// is aborted: the JSON API, the push WebSocket and the operations endpoints. Pushes flow once
 /// [`Running::start_feed`] is called.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
-    let (app, pool, store, revocation_acks) = build_with_store(config).await?;
+    let (app, pool, revocation_acks) = build_with_acks(config).await?;
+    // The fanout reads users and contact links on the feed's runtime. A socket is served by the
+    // I/O driver of the runtime that opened it, so a connection of the serving pool, opened by a
+    // request, would make the feed wait for the request workers (the hazard the feed thread is
+    // there to remove; `push::commits_reach_device_buffers_while_every_request_worker_is_busy`
+    // caught it). Its own pool, used only by the feed, has only connections the feed opened.
+    let feed_pool = infrastructure::postgres::connect_lazy_with(
+        &config.database_url,
+        FEED_POOL_CONNECTIONS,
+        config.limits.db,
+    )
+    .with_context(|| format!("the feed's pool for {}", redact(&config.database_url)))?;
     let gateway = Arc::new(Gateway::new(
-        store,
+        Arc::new(PgStore::new(feed_pool)),
         app.access_hash_key().clone(),
         config.push_buffer,
         config.limits.account_max_push_sockets,
