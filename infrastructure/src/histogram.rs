@@ -44,6 +44,13 @@ impl Histogram {
         self.sum_micros.fetch_add(micros, Ordering::Relaxed);
     }
 
+    /// The time from a commit (unix µs) to now. Another host's clock may be a little ahead; a
+    /// negative latency counts as zero.
+    pub fn observe_since(&self, committed_at_micros: i64) {
+        let now = chrono::Utc::now().timestamp_micros();
+        self.observe_micros(u64::try_from(now - committed_at_micros).unwrap_or(0));
+    }
+
     pub fn count(&self) -> u64 {
         self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }

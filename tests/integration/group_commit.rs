@@ -273,6 +273,31 @@ async fn hold_the_committer(
     (hold, blocker)
 }
 
+/// Queues the sends one by one behind the held committer (so the next batch runs them in this
+/// order), lets the committer go and answers the sends' answers, in order.
+async fn run_queued(
+    s: &TestServer,
+    queue: Vec<(&Device, Value)>,
+    hold: sqlx::Transaction<'static, sqlx::Postgres>,
+    blocker: tokio::task::JoinHandle<Value>,
+) -> Vec<(u16, Value)> {
+    let mut calls = Vec::new();
+    for (n, (d, params)) in queue.into_iter().enumerate() {
+        let d = d.clone();
+        calls.push(tokio::spawn(async move {
+            d.call("messages.sendMessage", params).await
+        }));
+        wait_queued(s, n + 1).await;
+    }
+    hold.commit().await.unwrap();
+    blocker.await.unwrap();
+    let mut answers = Vec::new();
+    for c in calls {
+        answers.push(c.await.unwrap());
+    }
+    answers
+}
+
 #[tokio::test]
 async fn a_failing_send_fails_alone_and_a_repeated_random_id_answers_the_first() {
     // One committer and no waiting: the sends queued while it is busy make the next batch.
@@ -302,20 +327,7 @@ async fn a_failing_send_fails_alone_and_a_repeated_random_id_answers_the_first()
         (&alice, send_params(&to_carol, "a1", r1)),
         (&bob, send_params(&bob_to_carol, "b2", rid())),
     ];
-    let mut calls = Vec::new();
-    for (n, (d, params)) in queue.into_iter().enumerate() {
-        let d = d.clone();
-        calls.push(tokio::spawn(async move {
-            d.call("messages.sendMessage", params).await
-        }));
-        wait_queued(&s, n + 1).await;
-    }
-    hold.commit().await.unwrap();
-    blocker.await.unwrap();
-    let mut answers = Vec::new();
-    for c in calls {
-        answers.push(c.await.unwrap());
-    }
+    let answers = run_queued(&s, queue, hold, blocker).await;
 
     let ok = |n: usize| answered(&answers, n);
     let error = |n: usize| refused(&answers, n);
@@ -392,20 +404,7 @@ async fn two_sends_failing_after_writing_give_up_the_batch_and_the_rest_commit_o
         (&alice, send_params(&to_carol, "poison", rid())),
         (&alice, send_params(&to_bob, "a2", rid())),
     ];
-    let mut calls = Vec::new();
-    for (n, (d, params)) in queue.into_iter().enumerate() {
-        let d = d.clone();
-        calls.push(tokio::spawn(async move {
-            d.call("messages.sendMessage", params).await
-        }));
-        wait_queued(&s, n + 1).await;
-    }
-    hold.commit().await.unwrap();
-    blocker.await.unwrap();
-    let mut answers = Vec::new();
-    for c in calls {
-        answers.push(c.await.unwrap());
-    }
+    let answers = run_queued(&s, queue, hold, blocker).await;
     for n in [0, 2, 4] {
         answered(&answers, n);
     }

@@ -173,9 +173,7 @@ impl RelayStatus {
 
     /// A transaction committed at `commit_micros` was read (its Commit message arrived).
     pub fn read_commit(&self, commit_micros: i64) {
-        // Another host's clock may be a little ahead; a negative latency counts as zero.
-        self.commit_to_read
-            .observe_micros(u64::try_from(now_micros() - commit_micros).unwrap_or(0));
+        self.commit_to_read.observe_since(commit_micros);
     }
 
     /// A transaction committed at `commit_micros` was read and waits for its acknowledgement.

@@ -45,18 +45,10 @@ impl GatewayMetrics {
 
     pub fn pushed(&self, committed_at_micros: i64) {
         self.pushes.fetch_add(1, Ordering::Relaxed);
-        self.push_latency.observe_micros(since(committed_at_micros));
+        self.push_latency.observe_since(committed_at_micros);
     }
 
     pub fn received(&self, committed_at_micros: i64) {
-        self.receive_latency
-            .observe_micros(since(committed_at_micros));
+        self.receive_latency.observe_since(committed_at_micros);
     }
-}
-
-/// Microseconds from a commit time to now. Clocks of different hosts may disagree a little; a
-/// negative latency counts as zero.
-fn since(committed_at_micros: i64) -> u64 {
-    let now = chrono::Utc::now().timestamp_micros();
-    u64::try_from(now - committed_at_micros).unwrap_or(0)
 }
