@@ -168,6 +168,8 @@ struct Db {
     base: String,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     work: Workload,
+    /// How the server's serving pools plan their statements; the pgbench baselines plan alike.
+    plan_cache_mode: Option<infrastructure::postgres::PlanCacheMode>,
     /// The MTProto front of the same server, and its listener's task.
     mt: Option<(mtproto_load::MtTarget, tokio::task::JoinHandle<()>)>,
 }
@@ -207,6 +209,7 @@ async fn open_db(opts: &Options, name: &str) -> anyhow::Result<Db> {
         base: format!("http://{}", running.addr),
         server: running.task,
         work,
+        plan_cache_mode: config.limits.db.plan_cache_mode,
         mt,
     })
 }
@@ -469,8 +472,16 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
             )),
             Some(bin) => {
                 let since = chrono::Utc::now();
-                let run =
-                    pgbench::run(&bin, &main.url, &script_path, c, duration, &ctx.work_dir).await?;
+                let run = pgbench::run(
+                    &bin,
+                    &main.url,
+                    &script_path,
+                    c,
+                    duration,
+                    &ctx.work_dir,
+                    main.plan_cache_mode,
+                )
+                .await?;
                 main.work
                     .tally
                     .external_boxes
@@ -951,7 +962,16 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
         };
         let script = ctx.work_dir.join(format!("{name}.sql"));
         std::fs::write(&script, readsql::pgbench_script(op, n))?;
-        let run = pgbench::run(&bin, &db.url, &script, c, duration, &ctx.work_dir).await?;
+        let run = pgbench::run(
+            &bin,
+            &db.url,
+            &script,
+            c,
+            duration,
+            &ctx.work_dir,
+            db.plan_cache_mode,
+        )
+        .await?;
         let mut phase = Phase::new(
             format!("{name}_pgbench"),
             "reads_pgbench",

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
+use infrastructure::postgres::PlanCacheMode;
 use serde::Serialize;
 
 use crate::sendsql;
@@ -51,7 +52,8 @@ pub struct PgbenchRun {
 }
 
 /// Runs pgbench for `duration` with `clients` connections; latencies come from its per-transaction
-/// log.
+/// log. Its sessions plan as the server's serving pools do (`plan_cache_mode`, through
+/// `PGOPTIONS`), so both sides run the same SQL the same way.
 pub async fn run(
     pgbench: &Path,
     db_url: &str,
@@ -59,6 +61,7 @@ pub async fn run(
     clients: usize,
     duration: Duration,
     work_dir: &Path,
+    plan_cache_mode: Option<PlanCacheMode>,
 ) -> anyhow::Result<PgbenchRun> {
     let secs = duration.as_secs().max(1);
     let threads = clients.clamp(1, 2);
@@ -82,9 +85,21 @@ pub async fn run(
         format!("--log-prefix={}", prefix.display()),
         db_url.to_string(),
     ];
-    let command = format!("pgbench {}", args[..args.len() - 1].join(" "));
-    let out = tokio::process::Command::new(pgbench)
-        .args(&args)
+    let pgoptions = plan_cache_mode.map(|m| format!("-c plan_cache_mode={}", m.as_str()));
+    let command = format!(
+        "{}pgbench {}",
+        pgoptions
+            .as_ref()
+            .map(|o| format!("PGOPTIONS='{o}' "))
+            .unwrap_or_default(),
+        args[..args.len() - 1].join(" ")
+    );
+    let mut cmd = tokio::process::Command::new(pgbench);
+    cmd.args(&args);
+    if let Some(o) = &pgoptions {
+        cmd.env("PGOPTIONS", o);
+    }
+    let out = cmd
         .output()
         .await
         .with_context(|| format!("running {}", pgbench.display()))?;

@@ -99,8 +99,10 @@ pub fn server_config_with(
             "1000000".to_string(),
         ),
     ]);
-    // Group commit as the environment says (e.g. PTSLOG_SEND_BATCH_MAX=0 to measure without it).
+    // Group commit and plans as the environment says (e.g. PTSLOG_SEND_BATCH_MAX=0 or
+    // PTSLOG_DB_PLAN_CACHE_MODE=auto to measure without them).
     for k in [
+        "PTSLOG_DB_PLAN_CACHE_MODE",
         "PTSLOG_SEND_BATCH_MAX",
         "PTSLOG_SEND_BATCH_WAIT_US",
         "PTSLOG_SEND_BATCH_COMMITTERS",

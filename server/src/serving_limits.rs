@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use infrastructure::postgres::SessionTimeouts;
+use infrastructure::postgres::{PlanCacheMode, SessionSettings};
 
 use crate::http::serve::HttpLimits;
 
@@ -14,9 +14,9 @@ pub struct ServingLimits {
     /// `PTSLOG_HTTP_HEADER_TIMEOUT_MS`, `PTSLOG_HTTP_BODY_TIMEOUT_MS`,
     /// `PTSLOG_HTTP_REQUEST_TIMEOUT_MS`, `PTSLOG_HTTP_MAX_CONNECTIONS`.
     pub http: HttpLimits,
-    /// `PTSLOG_DB_STATEMENT_TIMEOUT_MS`, `PTSLOG_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS`: the serving
-    /// pool's sessions (the CLI's pools have none).
-    pub db: SessionTimeouts,
+    /// `PTSLOG_DB_STATEMENT_TIMEOUT_MS`, `PTSLOG_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS`,
+    /// `PTSLOG_DB_PLAN_CACHE_MODE`: the serving pools' sessions (the CLI's pools have none).
+    pub db: SessionSettings,
     /// `PTSLOG_ACCOUNT_MAX_CONCURRENT_REQUESTS` (0: no cap).
     pub account_max_concurrent_requests: u32,
     /// `PTSLOG_ACCOUNT_QUEUE_WAIT_MS`: how long a call past that cap waits before `FLOOD_WAIT_1`.
@@ -31,7 +31,7 @@ impl Default for ServingLimits {
     fn default() -> Self {
         Self {
             http: HttpLimits::default(),
-            db: SessionTimeouts::SERVING,
+            db: SessionSettings::SERVING,
             account_max_concurrent_requests:
                 application::account_concurrency::DEFAULT_MAX_CONCURRENT_REQUESTS,
             account_queue_wait: application::account_concurrency::DEFAULT_QUEUE_WAIT,
@@ -74,7 +74,7 @@ impl ServingLimits {
                     None => d.http.max_connections,
                 },
             },
-            db: SessionTimeouts {
+            db: SessionSettings {
                 statement: Some(millis(
                     "PTSLOG_DB_STATEMENT_TIMEOUT_MS",
                     infrastructure::postgres::DEFAULT_STATEMENT_TIMEOUT,
@@ -83,6 +83,12 @@ impl ServingLimits {
                     "PTSLOG_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS",
                     infrastructure::postgres::DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
                 )?),
+                plan_cache_mode: match get("PTSLOG_DB_PLAN_CACHE_MODE") {
+                    None => d.db.plan_cache_mode,
+                    Some(v) => Some(PlanCacheMode::parse(v).ok_or_else(|| {
+                        anyhow!("PTSLOG_DB_PLAN_CACHE_MODE must be auto, force_generic_plan or force_custom_plan, not {v:?}")
+                    })?),
+                },
             },
             account_max_concurrent_requests: match number("PTSLOG_ACCOUNT_MAX_CONCURRENT_REQUESTS")?
             {
@@ -119,6 +125,7 @@ mod tests {
         assert_eq!(d.http.header_timeout, Duration::from_secs(10));
         assert_eq!(d.http.max_connections, 4096);
         assert_eq!(d.db.statement, Some(Duration::from_secs(10)));
+        assert_eq!(d.db.plan_cache_mode, Some(PlanCacheMode::ForceGenericPlan));
         assert_eq!(d.account_max_concurrent_requests, 8);
         assert_eq!(d.account_max_push_sockets, 10);
         assert_eq!(d.phone_lookups_per_day, 1000);
@@ -126,8 +133,10 @@ mod tests {
             ("PTSLOG_HTTP_HEADER_TIMEOUT_MS", "250"),
             ("PTSLOG_DB_STATEMENT_TIMEOUT_MS", "300"),
             ("PTSLOG_ACCOUNT_MAX_PUSH_SOCKETS", "0"),
+            ("PTSLOG_DB_PLAN_CACHE_MODE", "auto"),
         ]))
         .unwrap();
+        assert_eq!(c.db.plan_cache_mode, Some(PlanCacheMode::Auto));
         assert_eq!(c.http.header_timeout, Duration::from_millis(250));
         assert_eq!(c.db.statement, Some(Duration::from_millis(300)));
         assert_eq!(c.account_max_push_sockets, 0);
@@ -136,6 +145,7 @@ mod tests {
             ("PTSLOG_DB_STATEMENT_TIMEOUT_MS", "0"),
             ("PTSLOG_HTTP_MAX_CONNECTIONS", "0"),
             ("PTSLOG_HTTP_BODY_TIMEOUT_MS", "soon"),
+            ("PTSLOG_DB_PLAN_CACHE_MODE", "generic"),
         ] {
             assert!(
                 ServingLimits::from_vars(&vars(&[(k, v)])).is_err(),

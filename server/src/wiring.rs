@@ -174,16 +174,18 @@ fn sign_in_ports(
 
 /// A pool without the serving pool's `statement_timeout` (its idle-in-transaction timeout kept),
 /// connected on first use: for migrations and the admin endpoints, whose export is one statement
-/// that streams for as long as the log is long.
+/// that streams for as long as the log is long. Their statements run rarely, so they are planned
+/// the server's way.
 fn admin_pool(config: &Config) -> anyhow::Result<PgPool> {
-    let timeouts = infrastructure::postgres::SessionTimeouts {
+    let settings = infrastructure::postgres::SessionSettings {
         statement: None,
+        plan_cache_mode: None,
         ..config.limits.db
     };
     infrastructure::postgres::connect_lazy_with(
         &config.database_url,
         ADMIN_POOL_CONNECTIONS,
-        timeouts,
+        settings,
     )
     .with_context(|| format!("the admin pool for {}", redact(&config.database_url)))
 }

@@ -45,30 +45,74 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// each connection when it goes back to the pool, which no option turns off.)
 pub const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
 
-/// Postgres session settings applied to every connection of a pool; `None` leaves the server's
-/// default (usually no limit).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SessionTimeouts {
-    pub statement: Option<Duration>,
-    pub idle_in_transaction: Option<Duration>,
+/// How Postgres plans the pool's prepared statements (`plan_cache_mode`).
+///
+/// Every hot statement is a seek on a hash-partitioned table by its partition key. Left to itself
+/// (`auto`), Postgres plans such a statement again on every execution: a generic plan's estimate
+/// counts every partition, so it never looks cheaper than a custom plan pruned to one, and the
+/// planning (partition expansion, sublinks) was a third of the database's CPU under load. A
+/// generic plan is made once per connection and prunes to the one partition when it starts
+/// (docs/performance.md, "Generic plans").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanCacheMode {
+    Auto,
+    ForceGenericPlan,
+    ForceCustomPlan,
 }
 
-impl SessionTimeouts {
-    /// The serving pool's defaults.
-    pub const SERVING: SessionTimeouts = SessionTimeouts {
+impl PlanCacheMode {
+    /// The serving pools' mode.
+    pub const SERVING: PlanCacheMode = PlanCacheMode::ForceGenericPlan;
+
+    /// Postgres's name of the mode (also what `PTSLOG_DB_PLAN_CACHE_MODE` takes).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanCacheMode::Auto => "auto",
+            PlanCacheMode::ForceGenericPlan => "force_generic_plan",
+            PlanCacheMode::ForceCustomPlan => "force_custom_plan",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<PlanCacheMode> {
+        [
+            PlanCacheMode::Auto,
+            PlanCacheMode::ForceGenericPlan,
+            PlanCacheMode::ForceCustomPlan,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == s)
+    }
+}
+
+/// Postgres session settings applied to every connection of a pool; `None` leaves the server's
+/// default (usually no limit, and `auto` plans).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSettings {
+    pub statement: Option<Duration>,
+    pub idle_in_transaction: Option<Duration>,
+    pub plan_cache_mode: Option<PlanCacheMode>,
+}
+
+impl SessionSettings {
+    /// The serving pools' defaults.
+    pub const SERVING: SessionSettings = SessionSettings {
         statement: Some(DEFAULT_STATEMENT_TIMEOUT),
         idle_in_transaction: Some(DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT),
+        plan_cache_mode: Some(PlanCacheMode::SERVING),
     };
 
     fn apply(&self, mut options: PgConnectOptions) -> PgConnectOptions {
         // Sent in the startup packet (`-c name=value`): no extra round trip per connection, and
-        // a statement's own `SET LOCAL` can still raise it for one transaction.
+        // a statement's own `SET LOCAL` can still change it for one transaction.
         let mut settings = Vec::new();
         if let Some(t) = self.statement {
             settings.push(("statement_timeout", millis(t)));
         }
         if let Some(t) = self.idle_in_transaction {
             settings.push(("idle_in_transaction_session_timeout", millis(t)));
+        }
+        if let Some(mode) = self.plan_cache_mode {
+            settings.push(("plan_cache_mode", mode.as_str().to_string()));
         }
         if !settings.is_empty() {
             options = options.options(settings);
@@ -85,16 +129,16 @@ fn millis(d: Duration) -> String {
 /// A pool of at most `max_conns` connections with the server's default session settings: for the
 /// CLI's long-running commands (migrations, rebuilds, exports) and tests.
 pub async fn connect(url: &str, max_conns: u32) -> Result<PgPool, sqlx::Error> {
-    connect_with(url, max_conns, SessionTimeouts::default()).await
+    connect_with(url, max_conns, SessionSettings::default()).await
 }
 
-/// A pool of at most `max_conns` connections whose sessions carry `timeouts`; connects at once.
+/// A pool of at most `max_conns` connections whose sessions carry `settings`; connects at once.
 pub async fn connect_with(
     url: &str,
     max_conns: u32,
-    timeouts: SessionTimeouts,
+    settings: SessionSettings,
 ) -> Result<PgPool, sqlx::Error> {
-    let options = timeouts.apply(url.parse()?);
+    let options = settings.apply(url.parse()?);
     pool_options(max_conns).connect_with(options).await
 }
 
@@ -102,9 +146,9 @@ pub async fn connect_with(
 pub fn connect_lazy_with(
     url: &str,
     max_conns: u32,
-    timeouts: SessionTimeouts,
+    settings: SessionSettings,
 ) -> Result<PgPool, sqlx::Error> {
-    let options = timeouts.apply(url.parse()?);
+    let options = settings.apply(url.parse()?);
     Ok(pool_options(max_conns).connect_lazy_with(options))
 }
 

@@ -629,6 +629,14 @@ impl Store for PgStore {
         };
         let match_sql = format!("{BASE}{media}");
         let match_sql = match_sql.as_str();
+        // Planned for its values: whether a trigram index beats the owner's boxes depends on the
+        // pattern, and the optional filters fold away. The serving pools plan generically, which
+        // suits the seeks everything else runs, not this (infrastructure::postgres::PlanCacheMode).
+        let mut tx = self.read.begin().await.map_err(db_error)?;
+        sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
         let mut page = Vec::new();
         if let (Some(anchor), true) = (b.anchor, w.newer_count() > 0) {
             let rows = sqlx::query(&format!(
@@ -646,7 +654,7 @@ impl Store for PgStore {
             .bind(b.max_exclusive)
             .bind(b.min_exclusive)
             .bind(i64::from(w.newer_count()))
-            .fetch_all(&self.read)
+            .fetch_all(&mut *tx)
             .await
             .map_err(db_error)?;
             page = to_messages(&rows)?;
@@ -669,7 +677,7 @@ impl Store for PgStore {
             .bind(w.offset_date)
             .bind(i64::from(w.older_skip()))
             .bind(i64::from(w.older_count()))
-            .fetch_all(&self.read)
+            .fetch_all(&mut *tx)
             .await
             .map_err(db_error)?;
             page.extend(to_messages(&rows)?);
@@ -683,9 +691,10 @@ impl Store for PgStore {
         .bind(from_raw)
         .bind(filter.min_date)
         .bind(filter.max_date)
-        .fetch_one(&self.read)
+        .fetch_one(&mut *tx)
         .await
         .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
         Ok((page, count))
     }
 

@@ -2,7 +2,7 @@
 //! sat idle for [`PING_WHEN_IDLE_FOR`] is pinged first, so a connection the database closed
 //! meanwhile (a restart, a failover, an operator) is replaced before any call uses it.
 
-use infrastructure::postgres::{connect_with, SessionTimeouts, PING_WHEN_IDLE_FOR};
+use infrastructure::postgres::{connect_with, SessionSettings, PING_WHEN_IDLE_FOR};
 use sqlx::PgPool;
 
 use crate::common::{database_url, TestDb};
@@ -22,7 +22,7 @@ async fn an_idle_connection_closed_by_the_server_is_replaced_before_use() {
         None => panic!("a database URL with a path"),
     };
     // One connection, so the pool can only hand out that one or a new one.
-    let pool = connect_with(&url, 1, SessionTimeouts::SERVING)
+    let pool = connect_with(&url, 1, SessionSettings::SERVING)
         .await
         .expect("the serving pool");
     let first = backend_pid(&pool).await;
