@@ -1098,15 +1098,15 @@ async fn http_reads(
                                 };
                                 let peer = work.peer_json_of(u, readsql::friend(u, f, n));
                                 let body = readsql::body(op, peer, first);
-                                workload::http_call(
+                                workload::http_call_expecting(
                                     &client,
                                     &base,
                                     &work.users[u].token,
                                     op.method(),
                                     &body,
+                                    mtproto_load::expected_answers(op),
                                 )
                                 .await
-                                .map(|_| ())
                             }
                         }
                     };

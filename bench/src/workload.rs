@@ -366,6 +366,49 @@ pub fn send_request(peer: InputPeer, message: String, random_id: i64) -> SendMes
 }
 
 /// One JSON-API call; any non-200 answer is an error.
+/// A read over HTTP whose answer is received whole and checked to be a 200 with one of the TL
+/// types `expect`, without building its JSON tree: the load generator shares the server's cores,
+/// and pgbench, the reads' baseline, does not parse its rows into objects either (nor does the
+/// MTProto load generator, `mtproto_load::MtConn::call_expecting`).
+pub async fn http_call_expecting(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    method: &str,
+    body: &Value,
+    expect: &[&str],
+) -> Result<(), String> {
+    let resp = client
+        .post(format!("{base}/v1/rpc/{method}"))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| format!("{method}: {e}"))?;
+    let status = resp.status();
+    let bytes = resp
+        .bytes()
+        .await
+        .map_err(|e| format!("{method}: reading the answer: {e}"))?;
+    if status != reqwest::StatusCode::OK {
+        return Err(format!(
+            "{method}: HTTP {status}: {}",
+            String::from_utf8_lossy(&bytes)
+        ));
+    }
+    match answer_type(&bytes) {
+        Some(t) if expect.contains(&t) => Ok(()),
+        other => Err(format!("{method}: unexpected answer {other:?}")),
+    }
+}
+
+/// The `_` of a JSON answer, which the server writes first.
+fn answer_type(body: &[u8]) -> Option<&str> {
+    let rest = body.strip_prefix(br#"{"_":""#)?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
 pub async fn http_call(
     client: &reqwest::Client,
     base: &str,
@@ -389,4 +432,20 @@ pub async fn http_call(
         return Err(format!("{method}: HTTP {status}: {value}"));
     }
     Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_type;
+
+    #[test]
+    fn an_answer_type_is_read_from_its_first_field() {
+        assert_eq!(
+            answer_type(br#"{"_":"messages.messagesSlice","count":3}"#),
+            Some("messages.messagesSlice")
+        );
+        assert_eq!(answer_type(br#"{"count":3,"_":"messages.messages"}"#), None);
+        assert_eq!(answer_type(br#"{"_":"unterminated"#), None);
+        assert_eq!(answer_type(b""), None);
+    }
 }
