@@ -6,11 +6,10 @@
 //! more per new message, recounted from the boxes after a deletion.
 
 use domain::events::{DeleteMessages, UserEvent};
-use domain::message::OwnerMessage;
 use domain::{Pts, UserId};
 use sqlx::PgConnection;
 
-use crate::{box_ids, ProjectionError};
+use crate::{box_ids, NewMessageAt, ProjectionError};
 
 pub const NAME: &str = "dialogs";
 pub const VERSION: i32 = 3;
@@ -22,7 +21,17 @@ pub async fn apply(
     event: &UserEvent,
 ) -> Result<(), ProjectionError> {
     match event {
-        UserEvent::NewMessage(e) => new_message(conn, owner, &e.message).await,
+        UserEvent::NewMessage(e) => {
+            new_messages(
+                conn,
+                &[NewMessageAt {
+                    owner,
+                    pts: _pts,
+                    message: &e.message,
+                }],
+            )
+            .await
+        }
         UserEvent::DeleteMessages(e) => delete_messages(conn, owner, e).await,
         UserEvent::ReadHistoryInbox(e) => {
             sqlx::query(
@@ -133,29 +142,54 @@ pub async fn apply(
     }
 }
 
-/// Creates the dialog (again, in folder 0, if it had been removed) or moves its top message up.
-/// Every SET expression sees the row as it was, so the comparisons use the old top message.
-async fn new_message(
+/// Creates each chat's dialog (again, in folder 0, if it had been removed) or moves its top
+/// message up, for any number of new messages in one statement, with exactly the effect of one
+/// upsert per message in order: grouped per dialog (one statement may not upsert a row twice),
+/// the top message is the greater of the row's and the group's newest, the count grows by the
+/// group's size and the unread count by its incoming messages above the read mark (which new
+/// messages do not move). Every SET expression sees the row as it was.
+pub(crate) async fn new_messages(
     conn: &mut PgConnection,
-    owner: UserId,
-    m: &OwnerMessage,
+    messages: &[NewMessageAt<'_>],
 ) -> Result<(), ProjectionError> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let n = messages.len();
+    let (mut owner, mut peer, mut box_id, mut date, mut out) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for m in messages {
+        owner.push(m.owner.get());
+        peer.push(m.message.peer_id.get());
+        box_id.push(m.message.id.get());
+        date.push(m.message.date);
+        out.push(m.message.out);
+    }
     sqlx::query(
-        "INSERT INTO dialogs (user_id, peer_user_id, top_message, top_message_date, unread_count, message_count) \
-         VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN 0 ELSE 1 END, 1) \
+        "INSERT INTO dialogs AS d (user_id, peer_user_id, top_message, top_message_date, unread_count, message_count) \
+         SELECT m.owner, m.peer, max(m.box_id), (array_agg(m.date ORDER BY m.box_id DESC))[1], \
+                (count(*) FILTER (WHERE NOT m.out))::int, count(*)::int \
+         FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::int[], $5::bool[]) AS m(owner, peer, box_id, date, out) \
+         GROUP BY m.owner, m.peer \
          ON CONFLICT (user_id, peer_user_id) DO UPDATE SET \
-           message_count = dialogs.message_count + 1, \
-           top_message = GREATEST(dialogs.top_message, EXCLUDED.top_message), \
-           top_message_date = CASE WHEN EXCLUDED.top_message > dialogs.top_message \
-                                   THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END, \
-           unread_count = dialogs.unread_count \
-                          + CASE WHEN NOT $5 AND EXCLUDED.top_message > dialogs.read_inbox_max_id THEN 1 ELSE 0 END",
+           message_count = d.message_count + EXCLUDED.message_count, \
+           top_message = GREATEST(d.top_message, EXCLUDED.top_message), \
+           top_message_date = CASE WHEN EXCLUDED.top_message > d.top_message \
+                                   THEN EXCLUDED.top_message_date ELSE d.top_message_date END, \
+           unread_count = d.unread_count + \
+             (SELECT count(*)::int FROM unnest($1::bigint[], $2::bigint[], $3::int[], $5::bool[]) AS i(owner, peer, box_id, out) \
+              WHERE i.owner = d.user_id AND i.peer = d.peer_user_id AND NOT i.out AND i.box_id > d.read_inbox_max_id)",
     )
-    .bind(owner.get())
-    .bind(m.peer_id.get())
-    .bind(m.id.get())
-    .bind(m.date)
-    .bind(m.out)
+    .bind(&owner)
+    .bind(&peer)
+    .bind(&box_id)
+    .bind(&date)
+    .bind(&out)
     .execute(conn)
     .await?;
     Ok(())

@@ -30,7 +30,7 @@ use sqlx::{Connection, PgConnection, PgPool, Postgres};
 use crate::rebuild::{decode_row, LOG_COLUMNS};
 use crate::shadow::{self, watermarks_table, RETIRED_SCHEMA, SHADOW_SCHEMA};
 use crate::status::{self, RebuildState};
-use crate::{apply_to, with_dependencies, Projection, ProjectionError};
+use crate::{apply_events, with_dependencies, Projection, ProjectionError};
 
 /// The session advisory lock that lets only one rebuild run at a time (on a database).
 const REBUILD_LOCK: i64 = 0x7074_736c_6f67_0001;
@@ -522,16 +522,18 @@ async fn apply_rows(
     rows: &[sqlx::postgres::PgRow],
 ) -> Result<u64, ProjectionError> {
     let mut marks: Vec<(i64, i32)> = Vec::new();
+    let mut events = Vec::with_capacity(rows.len());
     for row in rows {
         let (owner, pts, event) = decode_row(row)?;
         if let Some(event) = event {
-            apply_to(conn, projections, owner, pts, &event).await?;
+            events.push((owner, pts, event));
         }
         match marks.last_mut() {
             Some(last) if last.0 == owner.get() => last.1 = pts.get(),
             _ => marks.push((owner.get(), pts.get())),
         }
     }
+    apply_events(conn, projections, &events).await?;
     if !marks.is_empty() {
         let (users, pts): (Vec<i64>, Vec<i32>) = marks.into_iter().unzip();
         sqlx::query(&format!(

@@ -7,7 +7,7 @@ use domain::{Pts, UserId};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, PgPool, Row};
 
-use crate::{apply, table_list, ProjectionError};
+use crate::{apply_events, table_list, Projection, ProjectionError};
 
 /// Events fetched from the replay cursor at a time: memory stays constant however long the log is.
 const REPLAY_BATCH: i64 = 1000;
@@ -73,13 +73,15 @@ pub async fn replay_log(conn: &mut PgConnection) -> Result<u64, ProjectionError>
         if rows.is_empty() {
             break;
         }
+        let mut events = Vec::with_capacity(rows.len());
         for row in rows {
             let (owner, at, event) = decode_row(&row)?;
             if let Some(event) = event {
-                apply(&mut *conn, owner, at, &event).await?;
-                applied += 1;
+                events.push((owner, at, event));
             }
         }
+        apply_events(&mut *conn, &Projection::ALL, &events).await?;
+        applied += events.len() as u64;
     }
     sqlx::query("CLOSE ptslog_replay")
         .execute(&mut *conn)

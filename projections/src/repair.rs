@@ -9,7 +9,7 @@ use domain::UserId;
 use sqlx::{Connection, PgPool};
 
 use crate::rebuild::{decode_row, LOG_COLUMNS};
-use crate::{apply_to, with_dependencies, Projection, ProjectionError};
+use crate::{apply_events, with_dependencies, Projection, ProjectionError};
 
 /// Events fetched per round trip.
 const BATCH: i64 = 1000;
@@ -70,13 +70,15 @@ pub async fn repair_users(
             .bind(BATCH)
             .fetch_all(&mut *tx)
             .await?;
+        let mut events = Vec::with_capacity(rows.len());
         for row in &rows {
             let (owner, pts, event) = decode_row(row)?;
             if let Some(event) = event {
-                apply_to(&mut tx, &projections, owner, pts, &event).await?;
+                events.push((owner, pts, event));
             }
             after = (owner.get(), pts.get());
         }
+        apply_events(&mut tx, &projections, &events).await?;
         events_applied += rows.len() as u64;
         if (rows.len() as i64) < BATCH {
             break;

@@ -16,7 +16,7 @@ use sqlx::{Connection, PgConnection, PgPool, Row};
 
 use crate::rebuild::{decode_row, LOG_COLUMNS};
 use crate::shadow::live_schema;
-use crate::{apply_to, with_dependencies, Projection, ProjectionError};
+use crate::{apply_events, with_dependencies, Projection, ProjectionError};
 
 /// At most this many differences are described; all are counted.
 pub const MAX_REPORTED_DIFFERENCES: usize = 20;
@@ -274,13 +274,15 @@ async fn replay_chunk(
             .bind(BATCH)
             .fetch_all(&mut *conn)
             .await?;
+        let mut events = Vec::with_capacity(rows.len());
         for row in &rows {
             let (owner, pts, event) = decode_row(row)?;
             if let Some(event) = event {
-                apply_to(&mut *conn, replayed, owner, pts, &event).await?;
+                events.push((owner, pts, event));
             }
             after = (owner.get(), pts.get());
         }
+        apply_events(&mut *conn, replayed, &events).await?;
         applied += rows.len() as u64;
         if (rows.len() as i64) < BATCH {
             return Ok(applied);
