@@ -129,6 +129,13 @@ impl App {
         self.send_batches.as_ref().map_or(0, |b| b.queued())
     }
 
+    /// What group commit has done since the start (None without group commit): `/metrics`.
+    pub fn send_batch_counters(
+        &self,
+    ) -> Option<std::sync::Arc<crate::commands::send_batch::SendBatchCounters>> {
+        self.send_batches.as_ref().map(|b| b.counters())
+    }
+
     /// File references for media shown now.
     pub(crate) fn file_refs(&self) -> crate::tl::FileRefs<'_> {
         crate::tl::FileRefs::now(&self.keys)

@@ -528,7 +528,9 @@ pub trait WriteTx: Send {
     async fn next_message_id(&mut self) -> Result<MessageId, StoreError>;
     /// The owner's next box id (the account must be locked).
     fn next_box_id(&mut self, owner: UserId) -> Result<BoxId, StoreError>;
-    /// Appends one event to the owner's log (the account must be locked) and projects it.
+    /// Appends one event to the owner's log (the account must be locked) and projects it: every
+    /// later read of the transaction sees its effect. An adapter may defer the projection until
+    /// that read, [`WriteTx::flush`] or the commit (and then fail there).
     async fn append(
         &mut self,
         owner: UserId,
@@ -552,6 +554,12 @@ pub trait WriteTx: Send {
     /// they were at the mark and answers true, and the transaction goes on. False when something
     /// was written: only rolling the whole transaction back undoes it.
     fn undo_to_mark(&mut self) -> bool;
+
+    /// Projects now whatever [`WriteTx::append`] deferred, so a failure of those projections
+    /// shows here (group commit calls it after each send to learn which one failed).
+    async fn flush(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     async fn commit(self: Box<Self>) -> Result<(), StoreError>;
     /// Rolls back now, releasing the locks before it returns (dropping a transaction rolls it

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
+use application::commands::send_batch::SendBatchCount;
 use application::App;
 use rand::Rng;
 use serde_json::json;
@@ -439,6 +440,7 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
             };
             let w = main.work.clone();
             let f = front.clone();
+            let batching_before = batch_count(&main.app);
             let (rec, elapsed) = closed_loop(c, duration, move |_| {
                 let (w, f) = (w.clone(), f.clone());
                 async move {
@@ -450,7 +452,8 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
             let mut phase = Phase::new(
                 &name,
                 group,
-                json!({"concurrency": c, "front": front.label()}),
+                json!({"concurrency": c, "front": front.label(),
+                       "batching": batching_between(batching_before, batch_count(&main.app))}),
             );
             let st = summarize(&rec, elapsed);
             if matches!(front, Front::InProcess(_)) {
@@ -583,11 +586,13 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
             }
         })];
         let t = Instant::now();
+        let before = batch_count(&main.app);
         let out = open_loop(streams, duration).await;
         let mut phase = Phase::new(
             "send_open_loop",
             "send_open_loop",
-            json!({"rate_per_s": stats::round1(rate), "of_max": of_max}),
+            json!({"rate_per_s": stats::round1(rate), "of_max": of_max,
+                   "batching": batching_between(before, batch_count(&main.app))}),
         );
         phase.ops = out.into_iter().collect();
         phase.wall_s = stats::round1(t.elapsed().as_secs_f64());
@@ -599,11 +604,13 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
         let since = chrono::Utc::now();
         let streams = mixed_streams(main, rate, MixedShape::Probe).await?;
         let t = Instant::now();
+        let before = batch_count(&main.app);
         let out = open_loop(streams, duration).await;
         let mut phase = Phase::new(
             "latency_half_max",
             "latency",
-            json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max, "read_probes_per_s": stats::round1(probe_rate(rate))}),
+            json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max, "read_probes_per_s": stats::round1(probe_rate(rate)),
+                   "batching": batching_between(before, batch_count(&main.app))}),
         );
         phase.note = Some(format!("open loop; sends at {:.0}% of the maximum, getDifference and getHistory as light probes (the latency targets)", of_max * 100.0));
         phase.ops = out.into_iter().collect();
@@ -616,11 +623,13 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
         let since = chrono::Utc::now();
         let streams = mixed_streams(main, rate, MixedShape::Full).await?;
         let t = Instant::now();
+        let before = batch_count(&main.app);
         let out = open_loop(streams, duration).await;
         let mut phase = Phase::new(
             "mixed",
             "mixed",
-            json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max}),
+            json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max,
+                   "batching": batching_between(before, batch_count(&main.app))}),
         );
         phase.note = Some("open loop; getDifference and getHistory at 1/5 of the send rate, readHistory 1/10, getDialogs 1/20, editMessage and deleteMessages 1/50".into());
         phase.ops = out.into_iter().collect();
@@ -663,6 +672,31 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
         r?;
     }
     Ok(())
+}
+
+/// What group commit did between two readings: batches, their mean size, and the sends it ran
+/// alone (an account held by another transaction, or a failed batch), for a phase's params.
+fn batching_between(
+    before: Option<SendBatchCount>,
+    after: Option<SendBatchCount>,
+) -> serde_json::Value {
+    let (Some(b), Some(a)) = (before, after) else {
+        return serde_json::Value::Null;
+    };
+    let batches = a.batches - b.batches;
+    let sends = a.batched_sends - b.batched_sends;
+    json!({
+        "batches": batches,
+        "mean_batch": if batches > 0 { stats::round1(sends as f64 / batches as f64) } else { 0.0 },
+        "alone_account_held": a.alone_account_held - b.alone_account_held,
+        "alone_batch_failed": a.alone_batch_failed - b.alone_batch_failed,
+        "reruns": a.reruns - b.reruns,
+    })
+}
+
+/// The group commit counters of a bench server now.
+fn batch_count(app: &App) -> Option<SendBatchCount> {
+    app.send_batch_counters().map(|c| c.read())
 }
 
 #[derive(Clone, Copy, PartialEq)]

@@ -48,6 +48,7 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
         consumer: None,
         gateway: None,
         database: None,
+        send_batches: None,
     });
     let http = tokio::spawn(async move { axum::serve(listener, router).await });
 

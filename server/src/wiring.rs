@@ -315,6 +315,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         gateway: Some(gateway.clone()),
         database: Some(pool.clone()),
         mtproto: Some(mtproto_metrics.clone()),
+        send_batches: app.send_batch_counters(),
     };
     let mtproto_key = Arc::new(OnceLock::new());
     let admin = config

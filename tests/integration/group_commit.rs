@@ -206,6 +206,18 @@ async fn concurrent_sends_between_overlapping_pairs_share_commits_and_keep_pts_d
         (commits as usize) < total,
         "{commits} transactions for {total} sends: nothing was batched"
     );
+    // /metrics counts them alike: every send answered from a batch or alone, the batches no more
+    // than the transactions.
+    let batches = s.metric("ptslog_send_batches_total").await;
+    let batched = s.metric("ptslog_send_batch_sends_total").await;
+    let alone = s
+        .metric("ptslog_sends_alone_total{reason=\"account_held\"}")
+        .await;
+    assert_eq!(batched + alone, total as f64);
+    assert!(
+        batches >= 1.0 && batches <= commits as f64,
+        "{batches} batches"
+    );
 
     // Retries of some of them, all at once (batched among themselves): the first answers, nothing
     // appended.
@@ -378,6 +390,15 @@ async fn a_failing_send_fails_alone_and_a_repeated_random_id_answers_the_first()
     assert_logs_dense(&s).await;
     assert_projections_match_the_log(&s).await;
 
+    // /metrics tells: the batch ran three times (its messages projected together, a failure
+    // pinned on no send; then send by send, which found the poisoned one; then without it), and
+    // no send left it for another transaction.
+    assert_eq!(s.metric("ptslog_send_batch_reruns_total").await, 2.0);
+    assert_eq!(
+        s.metric("ptslog_sends_alone_total{reason=\"batch_failed\"}")
+            .await,
+        0.0
+    );
     // A retry in a later batch answers the first send too.
     let again = alice
         .rpc("messages.sendMessage", send_params(&to_bob, "a1", r1))
@@ -444,6 +465,14 @@ async fn two_sends_failing_after_writing_give_up_the_batch_and_the_rest_commit_o
     .await
     .unwrap();
     assert_eq!(txs.len(), 3, "one transaction per good send: {txs:?}");
+    // Run again send by send (a failure pinned on no send), then without the first poisoned
+    // send; the second gave the batch up: its five sends ran alone.
+    assert_eq!(s.metric("ptslog_send_batch_reruns_total").await, 2.0);
+    assert_eq!(
+        s.metric("ptslog_sends_alone_total{reason=\"batch_failed\"}")
+            .await,
+        5.0
+    );
     assert_logs_dense(&s).await;
     assert_projections_match_the_log(&s).await;
     s.stop().await;

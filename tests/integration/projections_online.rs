@@ -128,17 +128,6 @@ async fn rows_of(
     .expect("rows")
 }
 
-async fn metrics(s: &TestServer) -> String {
-    s.http
-        .get(format!("{}/metrics", s.base))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics body")
-}
-
 /// What the writer saw: per request its latency, and the messages it sent.
 #[derive(Default)]
 struct Writes {
@@ -598,7 +587,7 @@ async fn status_shows_a_stale_projector_version_until_rebuilt() {
         .map(|x| x.name.as_str())
         .collect();
     assert_eq!(stale, ["dialogs"]);
-    let m = metrics(&s).await;
+    let m = s.metrics().await;
     assert!(
         m.contains("ptslog_projection_stale{projection=\"dialogs\"} 1"),
         "{m}"
@@ -799,7 +788,7 @@ async fn failed_rebuild_is_recorded_and_leaves_the_live_tables() {
             .contains("duplicate key"),
         "{boxes:?}"
     );
-    let m = metrics(&s).await;
+    let m = s.metrics().await;
     assert!(
         m.contains("ptslog_projection_failed{projection=\"message_boxes\"} 1"),
         "{m}"

@@ -249,6 +249,29 @@ impl TestServer {
         login(&self.http, &self.base, phone, first_name).await
     }
 
+    /// The server's `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        self.http
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics body")
+    }
+
+    /// One sample of `/metrics`: `series` is the metric's name with its labels, as printed.
+    pub async fn metric(&self, series: &str) -> f64 {
+        let text = self.metrics().await;
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("{series} missing from /metrics"))
+            .trim()
+            .parse()
+            .expect("a number")
+    }
+
     pub async fn stop(self) {
         self.task.abort();
         self.pool.close().await;

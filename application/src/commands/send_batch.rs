@@ -11,14 +11,15 @@
 //! never stalls the others' sends, and a batch never waits while holding locks), runs each send
 //! in queue order, and commits once. A send refused before it wrote (its checks are reads) is
 //! answered with its error and its neighbours go on; one that fails after writing is answered with
-//! its error and the batch runs again without it in a new transaction (no savepoint per send). The counters stay in the transaction's memory across the batch, so each
+//! its error and the batch runs again without it in a new transaction (no savepoint per send).
+//! The sends' new messages are projected together at the end, one statement per table. The counters stay in the transaction's memory across the batch, so each
 //! account's pts stay dense and in commit order; a random_id repeated within the batch finds the
 //! earlier send's box (same transaction) and is answered with it. Nobody is answered before the
 //! commit, so a crash loses only unanswered sends. If the batch itself fails (its BEGIN, lock, a
 //! second send failing after writing, or the commit), nothing of it was committed — or, if the commit's outcome is unknown,
 //! every send of it is idempotent by random_id — and each send is run again alone.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -110,33 +111,85 @@ impl Accounts for Queued {
     }
 }
 
+/// What group commit has done since the process started (`/metrics`, and the bench's account of
+/// each phase).
+#[derive(Debug, Default)]
+pub struct SendBatchCounters {
+    /// Sends in the queue, not yet taken into a batch.
+    queued: AtomicUsize,
+    /// Batch transactions committed.
+    batches: AtomicU64,
+    /// Sends answered from a committed batch transaction.
+    batched_sends: AtomicU64,
+    /// Sends taken out of their batch because another transaction held one of their accounts,
+    /// run alone.
+    alone_account_held: AtomicU64,
+    /// Sends run alone because their batch failed.
+    alone_batch_failed: AtomicU64,
+    /// Batch transactions rolled back to run again (a send failing after writing, or a failure
+    /// pinned on no send).
+    reruns: AtomicU64,
+}
+
+/// A reading of [`SendBatchCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendBatchCount {
+    pub queued: u64,
+    pub batches: u64,
+    pub batched_sends: u64,
+    pub alone_account_held: u64,
+    pub alone_batch_failed: u64,
+    pub reruns: u64,
+}
+
+impl SendBatchCounters {
+    pub fn read(&self) -> SendBatchCount {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        SendBatchCount {
+            queued: self.queued.load(Ordering::Relaxed) as u64,
+            batches: get(&self.batches),
+            batched_sends: get(&self.batched_sends),
+            alone_account_held: get(&self.alone_account_held),
+            alone_batch_failed: get(&self.alone_batch_failed),
+            reruns: get(&self.reruns),
+        }
+    }
+
+    fn add(c: &AtomicU64, n: usize) {
+        c.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
 /// The queue in front of the committers. Dropping every clone ends the dispatcher (once the
 /// sends already queued have gone).
 #[derive(Clone)]
 pub(crate) struct SendBatches {
     queue: mpsc::UnboundedSender<Queued>,
-    /// Sends in the queue, not yet taken into a batch.
-    queued: Arc<AtomicUsize>,
+    counters: Arc<SendBatchCounters>,
 }
 
 impl SendBatches {
     /// Starts the dispatcher (on the current Tokio runtime).
     pub(crate) fn start(store: Arc<dyn Store>, config: SendBatchConfig) -> Self {
         let (queue, waiting) = mpsc::unbounded_channel();
-        let queued = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(dispatch(store, config, waiting, queued.clone()));
-        Self { queue, queued }
+        let counters = Arc::new(SendBatchCounters::default());
+        tokio::spawn(dispatch(store, config, waiting, counters.clone()));
+        Self { queue, counters }
     }
 
     /// Sends waiting for a batch (not yet taken by a committer).
     pub(crate) fn queued(&self) -> usize {
-        self.queued.load(Ordering::Relaxed)
+        self.counters.queued.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn counters(&self) -> Arc<SendBatchCounters> {
+        self.counters.clone()
     }
 
     /// Runs the send in the next batch and answers it once that batch has committed.
     pub(crate) async fn send(&self, send: PreparedSend) -> Result<Updates, AppError> {
         let (answer, answered) = oneshot::channel();
-        self.queued.fetch_add(1, Ordering::Relaxed);
+        self.counters.queued.fetch_add(1, Ordering::Relaxed);
         self.queue
             .send(Queued { send, answer })
             .map_err(|_| StoreError::Bug("the send batch dispatcher has stopped".into()))?;
@@ -166,7 +219,7 @@ async fn dispatch(
     store: Arc<dyn Store>,
     config: SendBatchConfig,
     mut waiting: mpsc::UnboundedReceiver<Queued>,
-    queued: Arc<AtomicUsize>,
+    counters: Arc<SendBatchCounters>,
 ) {
     let (ended_tx, mut ended) = mpsc::unbounded_channel::<Vec<UserId>>();
     let mut queue = SendQueue::new();
@@ -199,14 +252,14 @@ async fn dispatch(
                         break;
                     }
                     free -= 1;
-                    queued.fetch_sub(batch.len(), Ordering::Relaxed);
+                    counters.queued.fetch_sub(batch.len(), Ordering::Relaxed);
                     let held = InFlight {
                         accounts,
                         ended: ended_tx.clone(),
                     };
                     // A task per batch: a panic in one ends that batch (its sends answered with
                     // an error), not the dispatcher.
-                    tokio::spawn(commit_batch(store.clone(), batch, held));
+                    tokio::spawn(commit_batch(store.clone(), batch, held, counters.clone()));
                 }
             } else {
                 gathering.get_or_insert(now + config.wait);
@@ -229,10 +282,19 @@ async fn dispatch(
     }
 }
 
-async fn commit_batch(store: Arc<dyn Store>, batch: Vec<Queued>, _held: InFlight) {
+async fn commit_batch(
+    store: Arc<dyn Store>,
+    batch: Vec<Queued>,
+    _held: InFlight,
+    counters: Arc<SendBatchCounters>,
+) {
     let mut batch = batch;
-    match run_batch(&store, &mut batch).await {
+    match run_batch(&store, &mut batch, &counters).await {
         Ok(answers) => {
+            if !batch.is_empty() {
+                SendBatchCounters::add(&counters.batches, 1);
+                SendBatchCounters::add(&counters.batched_sends, batch.len());
+            }
             for (q, a) in batch.into_iter().zip(answers) {
                 // The caller may have gone (its request cancelled); the send stands.
                 let _ = q.answer.send(a);
@@ -240,6 +302,7 @@ async fn commit_batch(store: Arc<dyn Store>, batch: Vec<Queued>, _held: InFlight
         }
         Err(e) => {
             tracing::warn!(error = %e, sends = batch.len(), "a send batch failed; running its sends one by one");
+            SendBatchCounters::add(&counters.alone_batch_failed, batch.len());
             let store = store.as_ref();
             let alone = batch.into_iter().map(|q| async move {
                 let _ = q.answer.send(send_alone(store, &q.send).await);
@@ -257,6 +320,7 @@ async fn commit_batch(store: Arc<dyn Store>, batch: Vec<Queued>, _held: InFlight
 async fn run_batch(
     store: &Arc<dyn Store>,
     batch: &mut Vec<Queued>,
+    counters: &SendBatchCounters,
 ) -> Result<Vec<Result<Updates, AppError>>, StoreError> {
     let mut tx = store.begin().await?;
     let locked = tx.try_lock_users(&accounts_of(batch)).await?;
@@ -264,6 +328,7 @@ async fn run_batch(
         .into_iter()
         .partition(|q| locked.contains(&q.send.sender) && locked.contains(&q.send.peer_id));
     *batch = ready;
+    SendBatchCounters::add(&counters.alone_account_held, held.len());
     for q in held {
         let store = store.clone();
         tokio::spawn(async move {
@@ -287,9 +352,23 @@ async fn run_batch(
     // runs again without it, in a new transaction; a second such failure gives up the batch (its
     // sends then run alone). No savepoint per send: failures after a write are rare, and a
     // savepoint costs every send a round trip and a subtransaction.
+    //
+    // The sends' new messages are projected together, after the last send (WriteTx::flush), so a
+    // statement that fails may be projecting any earlier send's: such a failure is pinned on no
+    // send, and the batch runs again carefully, each send's projections written right after it,
+    // which finds the one that fails.
     let mut culprit: Option<(usize, AppError)> = None;
+    let mut careful = false;
     loop {
-        match run_sends(tx.as_mut(), batch, culprit.as_ref().map(|(i, _)| *i)).await {
+        let skip = culprit.as_ref().map(|(i, _)| *i);
+        let outcome = match run_sends(tx.as_mut(), batch, skip, careful).await {
+            Ok(answers) => match tx.flush().await {
+                Ok(()) => Ok(answers),
+                Err(e) => Err(Failure::Unplaced(e.into())),
+            },
+            Err(f) => Err(f),
+        };
+        match outcome {
             Ok(mut answers) => {
                 tx.commit().await?;
                 if let Some((i, e)) = culprit {
@@ -297,28 +376,41 @@ async fn run_batch(
                 }
                 return Ok(answers);
             }
-            Err((i, e)) => {
-                if culprit.is_some() {
-                    return Err(StoreError::Database(format!(
-                        "a second send of the batch failed after writing: {e}"
-                    )));
-                }
+            Err(Failure::Unplaced(e)) if !careful => {
+                tracing::warn!(error = %e, "a send batch failed projecting its messages; it runs again send by send");
+                careful = true;
+            }
+            Err(Failure::Send(i, e)) if culprit.is_none() => {
                 tracing::warn!(error = %e, "a send failed inside its batch; the batch runs again without it");
                 culprit = Some((i, e));
-                // Rolled back at once (so its locks are free), then the accounts are locked
-                // again; a batch that cannot have them all back runs alone.
-                tx.rollback().await?;
-                tx = store.begin().await?;
-                let needed = accounts_of(batch);
-                let locked = tx.try_lock_users(&needed).await?;
-                if locked.len() != needed.len() {
-                    return Err(StoreError::Database(
-                        "the batch's accounts could not all be locked again".into(),
-                    ));
-                }
+            }
+            Err(Failure::Send(_, e) | Failure::Unplaced(e)) => {
+                return Err(StoreError::Database(format!(
+                    "a second send of the batch failed after writing: {e}"
+                )));
             }
         }
+        // Rolled back at once (so its locks are free), then the accounts are locked again; a
+        // batch that cannot have them all back runs alone.
+        SendBatchCounters::add(&counters.reruns, 1);
+        tx.rollback().await?;
+        tx = store.begin().await?;
+        let needed = accounts_of(batch);
+        let locked = tx.try_lock_users(&needed).await?;
+        if locked.len() != needed.len() {
+            return Err(StoreError::Database(
+                "the batch's accounts could not all be locked again".into(),
+            ));
+        }
     }
+}
+
+/// Why a batch's transaction must be rolled back.
+enum Failure {
+    /// This send failed after writing (or its own statement failed): it leaves the batch.
+    Send(usize, AppError),
+    /// A statement failed that may have been writing any send's projections.
+    Unplaced(AppError),
 }
 
 /// The accounts of a batch's sends, ascending, once each (the order they are locked in).
@@ -332,13 +424,15 @@ fn accounts_of(batch: &[Queued]) -> Vec<UserId> {
     accounts
 }
 
-/// Runs the batch's sends but `skip` in order; the answers, or the index and error of the first
-/// send that failed after writing (the transaction must then be rolled back).
+/// Runs the batch's sends but `skip` in order; the answers, or why the transaction must be rolled
+/// back. `careful`: each send's projections are written right after it, so a failing statement is
+/// that send's.
 async fn run_sends(
     tx: &mut dyn WriteTx,
     batch: &[Queued],
     skip: Option<usize>,
-) -> Result<Vec<Result<Updates, AppError>>, (usize, AppError)> {
+    careful: bool,
+) -> Result<Vec<Result<Updates, AppError>>, Failure> {
     let mut answers = Vec::with_capacity(batch.len());
     for (i, q) in batch.iter().enumerate() {
         if Some(i) == skip {
@@ -346,9 +440,15 @@ async fn run_sends(
         }
         tx.mark();
         match send_locked(&mut *tx, &q.send).await {
+            Ok(a) if careful => match tx.flush().await {
+                Ok(()) => answers.push(Ok(a)),
+                Err(e) => return Err(Failure::Send(i, e.into())),
+            },
             Ok(a) => answers.push(Ok(a)),
             Err(e) if !aborts_transaction(&e) && tx.undo_to_mark() => answers.push(Err(e)),
-            Err(e) => return Err((i, e)),
+            // Its reads may have projected earlier sends' messages first.
+            Err(e) if aborts_transaction(&e) && !careful => return Err(Failure::Unplaced(e)),
+            Err(e) => return Err(Failure::Send(i, e)),
         }
     }
     Ok(answers)

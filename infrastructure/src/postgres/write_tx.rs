@@ -2,9 +2,13 @@
 //!
 //! `lock_users` locks the accounts' `user_sequences` rows in ascending id order and keeps their
 //! counters in memory; `next_box_id` and `append` advance them there. `append` runs the projectors
-//! at once, on the transaction's connection, so later reads in the same transaction see the event's
-//! effect; the events themselves are buffered and, with the counters, written at commit in one
-//! statement. Dropping the transaction without committing rolls everything back.
+//! on the transaction's connection, so later reads in the same transaction see the event's effect:
+//! at once for most events, while new messages wait and are projected together, with one
+//! statement per table (`projections::apply_new_messages`), before the next read of the
+//! transaction, before any other event is projected and at commit (a batch of sends writes its
+//! boxes and dialogs in two statements, not four per send). The events themselves are buffered and,
+//! with the counters, written at commit in one statement. Dropping the transaction without
+//! committing rolls everything back.
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,7 +20,7 @@ use domain::events::UserEvent;
 use domain::media::Photo;
 use domain::message::OwnerMessage;
 use domain::{BoxId, MessageId, Pts, UserId};
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::error::{db_error, projection_error};
 use crate::postgres::queries::{archived_unmuted_sql, messages_by_ids};
@@ -52,6 +56,8 @@ pub struct PgWriteTx {
     requested: Option<HashSet<UserId>>,
     counters: HashMap<UserId, Counters>,
     events: Vec<PendingEvent>,
+    /// New messages appended but not yet projected (see the module's documentation).
+    unprojected: Vec<(UserId, Pts, UserEvent)>,
     /// A message id `send_preflight` fetched with its reads, for the send's `next_message_id`.
     prefetched_message_id: Option<MessageId>,
     /// What the in-memory state was at the last `mark` (None: no mark set).
@@ -73,9 +79,41 @@ impl PgWriteTx {
             requested: None,
             counters: HashMap::new(),
             events: Vec::new(),
+            unprojected: Vec::new(),
             prefetched_message_id: None,
             mark: None,
         })
+    }
+
+    /// Projects the new messages appended since the last flush, one statement per table.
+    async fn project_new_messages(&mut self) -> Result<(), StoreError> {
+        if self.unprojected.is_empty() {
+            return Ok(());
+        }
+        let run: Vec<projections::NewMessageAt<'_>> = self
+            .unprojected
+            .iter()
+            .filter_map(|(owner, pts, event)| match event {
+                UserEvent::NewMessage(e) => Some(projections::NewMessageAt {
+                    owner: *owner,
+                    pts: *pts,
+                    message: &e.message,
+                }),
+                _ => None,
+            })
+            .collect();
+        projections::apply_new_messages(&mut self.tx, &projections::Projection::ALL, &run)
+            .await
+            .map_err(projection_error)?;
+        self.unprojected.clear();
+        Ok(())
+    }
+
+    /// The connection for a read of the read models: every new message appended so far is
+    /// projected first, so the read sees it.
+    async fn reader(&mut self) -> Result<&mut PgConnection, StoreError> {
+        self.project_new_messages().await?;
+        Ok(&mut *self.tx)
     }
 
     /// Locks the accounts' sequence rows in one ascending statement (skipping rows other
@@ -165,7 +203,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(random_id)
-        .fetch_optional(&mut *self.tx)
+        .fetch_optional(self.reader().await?)
         .await
         .map_err(db_error)?;
         let Some(row) = row else { return Ok(None) };
@@ -180,7 +218,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(pts.get())
-        .fetch_optional(&mut *self.tx)
+        .fetch_optional(self.reader().await?)
         .await
         .map_err(db_error)?;
         match row.as_ref().map(rows::stored_event).transpose()? {
@@ -198,7 +236,7 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         ids: &[BoxId],
     ) -> Result<Vec<OwnerMessage>, StoreError> {
-        messages_by_ids(&mut *self.tx, owner, ids).await
+        messages_by_ids(self.reader().await?, owner, ids).await
     }
 
     async fn message_by_shared_id(
@@ -212,7 +250,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(message_id.0)
-        .fetch_optional(&mut *self.tx)
+        .fetch_optional(self.reader().await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(owner_message).transpose()
@@ -229,14 +267,14 @@ impl WriteTx for PgWriteTx {
         )
         .bind(owner.get())
         .bind(message_id.0)
-        .fetch_optional(&mut *self.tx)
+        .fetch_optional(self.reader().await?)
         .await
         .map_err(db_error)?;
         raw.map(|b| rows::box_id(b, "box_id")).transpose()
     }
 
     async fn profile_photos(&mut self, owner: UserId) -> Result<Vec<Photo>, StoreError> {
-        crate::postgres::profile_photos::of_owner(&mut *self.tx, owner).await
+        crate::postgres::profile_photos::of_owner(self.reader().await?, owner).await
     }
 
     async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
@@ -245,7 +283,7 @@ impl WriteTx for PgWriteTx {
         )
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_one(&mut *self.tx)
+        .fetch_one(self.reader().await?)
         .await
         .map_err(db_error)
     }
@@ -253,6 +291,12 @@ impl WriteTx for PgWriteTx {
     /// One round trip: the random_id lookup (message_boxes_random_id), both block checks (the
     /// contact_blocks primary key) and the send's message id. The id is wasted when the send stops
     /// here (a retry, a block); message ids only need to be unique.
+    ///
+    /// The new messages not yet projected are written first only if one of them is the sender's
+    /// with this random_id (a retry within the same batch), which the lookup must find: nothing
+    /// else this reads is changed by a new message (blocks are other events; a new message leaves
+    /// a dialog's folder as it is and creates a missing one in the main list). So the sends of a
+    /// batch run their checks one after the other while their boxes wait to be written together.
     async fn send_preflight(
         &mut self,
         sender: UserId,
@@ -260,6 +304,13 @@ impl WriteTx for PgWriteTx {
         random_id: i64,
         now: i32,
     ) -> Result<SendPreflight, StoreError> {
+        let retried_here = self.unprojected.iter().any(|(owner, _, event)| {
+            *owner == sender
+                && matches!(event, UserEvent::NewMessage(e) if e.message.random_id == Some(random_id))
+        });
+        if retried_here {
+            self.project_new_messages().await?;
+        }
         let row = sqlx::query(&format!(
             "SELECT b.*, \
                EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = $1 AND blocked_user_id = $3) AS sender_blocked_peer, \
@@ -309,7 +360,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_optional(&mut *self.tx)
+        .fetch_optional(self.reader().await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(dialog).transpose()
@@ -336,7 +387,7 @@ impl WriteTx for PgWriteTx {
         .bind(peer.get())
         .bind(below)
         .bind(limit.max(0))
-        .fetch_all(&mut *self.tx)
+        .fetch_all(self.reader().await?)
         .await
         .map_err(db_error)?;
         raw.into_iter().map(|b| rows::box_id(b, "box_id")).collect()
@@ -356,7 +407,7 @@ impl WriteTx for PgWriteTx {
         .bind(owner.get())
         .bind(peer.get())
         .bind(&raw)
-        .fetch_one(&mut *self.tx)
+        .fetch_one(self.reader().await?)
         .await
         .map_err(db_error)
     }
@@ -374,7 +425,7 @@ impl WriteTx for PgWriteTx {
         .bind(owner.get())
         .bind(peer.get())
         .bind(max_id)
-        .fetch_one(&mut *self.tx)
+        .fetch_one(self.reader().await?)
         .await
         .map_err(db_error)?;
         Ok(i32::try_from(n).unwrap_or(i32::MAX))
@@ -394,7 +445,7 @@ impl WriteTx for PgWriteTx {
         .bind(owner.get())
         .bind(peer.get())
         .bind(max_id)
-        .fetch_optional(&mut *self.tx)
+        .fetch_optional(self.reader().await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(owner_message).transpose()
@@ -416,7 +467,7 @@ impl WriteTx for PgWriteTx {
         )
         .bind(owner.get())
         .bind(&raw)
-        .fetch_all(&mut *self.tx)
+        .fetch_all(self.reader().await?)
         .await
         .map_err(db_error)?;
         let mut unread: HashSet<i32> = unread.into_iter().collect();
@@ -432,14 +483,14 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         folder_id: i16,
     ) -> Result<Vec<UserId>, StoreError> {
-        crate::postgres::queries::pinned_peers(&mut *self.tx, owner, folder_id).await
+        crate::postgres::queries::pinned_peers(self.reader().await?, owner, folder_id).await
     }
 
     async fn dialog_filters(
         &mut self,
         owner: UserId,
     ) -> Result<application::ports::FilterSet, StoreError> {
-        crate::postgres::queries::dialog_filters(&mut self.tx, owner).await
+        crate::postgres::queries::dialog_filters(self.reader().await?, owner).await
     }
 
     async fn contact(
@@ -453,14 +504,14 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_optional(&mut *self.tx)
+        .fetch_optional(self.reader().await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(contact).transpose()
     }
 
     async fn peer_bar_hidden(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
-        crate::postgres::queries::bar_hidden(&mut *self.tx, owner, peer).await
+        crate::postgres::queries::bar_hidden(self.reader().await?, owner, peer).await
     }
 
     async fn archived_unmuted(
@@ -476,7 +527,7 @@ impl WriteTx for PgWriteTx {
         .bind(owner.get())
         .bind(peer.get())
         .bind(now)
-        .fetch_one(&mut *self.tx)
+        .fetch_one(self.reader().await?)
         .await
         .map_err(db_error)
     }
@@ -486,7 +537,7 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         peer: UserId,
     ) -> Result<domain::events::PeerNotify, StoreError> {
-        crate::postgres::queries::notify_settings(&mut *self.tx, owner, peer).await
+        crate::postgres::queries::notify_settings(self.reader().await?, owner, peer).await
     }
 
     async fn next_message_id(&mut self) -> Result<MessageId, StoreError> {
@@ -537,16 +588,24 @@ impl WriteTx for PgWriteTx {
                 )));
             }
         }
-        projections::apply(&mut self.tx, owner, pts, &event)
-            .await
-            .map_err(projection_error)?;
+        let (kind, version) = (event.kind(), event.version());
+        if matches!(event, UserEvent::NewMessage(_)) {
+            // Projected with the others before the next read or other event, or at commit.
+            self.unprojected.push((owner, pts, event));
+        } else {
+            // Events are projected in log order: the new messages before this one first.
+            self.project_new_messages().await?;
+            projections::apply(&mut self.tx, owner, pts, &event)
+                .await
+                .map_err(projection_error)?;
+        }
         self.counters(owner)?.pts = next;
         self.events.push(PendingEvent {
             user_id: owner.get(),
             pts: next,
             pts_count,
-            kind: event.kind(),
-            version: event.version(),
+            kind,
+            version,
             payload,
             auth_key_id: origin.auth_key_id.0,
             session_id: origin.session_id.0,
@@ -586,9 +645,15 @@ impl WriteTx for PgWriteTx {
         self.tx.rollback().await.map_err(db_error)
     }
 
-    /// The counters and the buffered events in one statement (a data-modifying CTE), then COMMIT.
+    async fn flush(&mut self) -> Result<(), StoreError> {
+        self.project_new_messages().await
+    }
+
+    /// The new messages' projections, the counters and the buffered events (one statement, a
+    /// data-modifying CTE), then COMMIT.
     async fn commit(self: Box<Self>) -> Result<(), StoreError> {
         let mut this = *self;
+        this.project_new_messages().await?;
         let changed: Vec<(&UserId, &Counters)> = this
             .counters
             .iter()

@@ -35,6 +35,7 @@ async fn write_transactions() {
     append_assigns_dense_pts_and_box_ids(&db).await;
     lock_users_only_once_with_new_accounts(&db).await;
     counters_that_would_overflow_are_exhausted(&db).await;
+    new_messages_are_seen_by_the_transactions_own_reads(&db).await;
     crate::log::the_log_rejects_update_delete_and_truncate(&db).await;
     db.drop().await;
 }
@@ -97,6 +98,76 @@ async fn append_assigns_dense_pts_and_box_ids(db: &TestDb) {
             .await
             .unwrap();
     assert_eq!(seq, (6, 3));
+}
+
+/// New messages are projected together before the transaction's next read (or at commit): every
+/// read sees them, the random_id lookup of a send too.
+async fn new_messages_are_seen_by_the_transactions_own_reads(db: &TestDb) {
+    use application::ports::SendPreflight;
+    let (a, b) = (db.user("+130").await, db.user("+131").await);
+    let mut tx = db.store.begin().await.unwrap();
+    tx.lock_users(&[a, b]).await.unwrap();
+    let mut appended = Vec::new();
+    for (i, random_id) in [(0, 501), (1, 502)] {
+        let message_id = tx.next_message_id().await.unwrap();
+        let mut mine = message(
+            tx.next_box_id(a).unwrap(),
+            message_id,
+            b,
+            a,
+            true,
+            1000 + i,
+            "x",
+        );
+        mine.random_id = Some(random_id);
+        let theirs = message(
+            tx.next_box_id(b).unwrap(),
+            message_id,
+            a,
+            a,
+            false,
+            1000 + i,
+            "x",
+        );
+        let pts = tx
+            .append(
+                a,
+                UserEvent::NewMessage(NewMessage { message: mine }),
+                Origin::default(),
+            )
+            .await
+            .unwrap();
+        tx.append(
+            b,
+            UserEvent::NewMessage(NewMessage { message: theirs }),
+            Origin::default(),
+        )
+        .await
+        .unwrap();
+        appended.push(pts);
+    }
+    // The random_id of a send earlier in the transaction is found (a retry within a batch).
+    match tx.send_preflight(a, b, 502, 1002).await.unwrap() {
+        SendPreflight::Retry(first, pts) => assert_eq!((first.id, pts), (bx(2), appended[1])),
+        SendPreflight::New(_) => panic!("the random_id appended in this transaction was not found"),
+    }
+    assert!(matches!(
+        tx.send_preflight(a, b, 503, 1002).await.unwrap(),
+        SendPreflight::New(_)
+    ));
+    let d = tx
+        .dialog(b, a)
+        .await
+        .unwrap()
+        .expect("the recipient's dialog");
+    assert_eq!((d.top_message, d.unread_count), (2, 2));
+    let boxes = tx.messages(b, &[bx(1), bx(2)]).await.unwrap();
+    assert_eq!(boxes.len(), 2);
+    tx.commit().await.unwrap();
+    assert_eq!(
+        db.store.messages(a, &[bx(1), bx(2)]).await.unwrap().len(),
+        2
+    );
 }
 
 async fn lock_users_only_once_with_new_accounts(db: &TestDb) {

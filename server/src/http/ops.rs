@@ -24,6 +24,8 @@ pub struct Ops {
     pub database: Option<PgPool>,
     /// The MTProto front's counters (`None` in a relay-only process).
     pub mtproto: Option<Arc<crate::mtproto::MtprotoMetrics>>,
+    /// Group commit's counters (`None` in a relay-only process or without group commit).
+    pub send_batches: Option<Arc<application::commands::send_batch::SendBatchCounters>>,
 }
 
 pub fn router(ops: Ops) -> Router {
