@@ -477,3 +477,68 @@ async fn two_sends_failing_after_writing_give_up_the_batch_and_the_rest_commit_o
     assert_projections_match_the_log(&s).await;
     s.stop().await;
 }
+
+/// A send whose account another transaction holds runs alone, waiting for it; while it waits, a
+/// later send of that account stays queued instead of being taken into a batch, finding the
+/// account locked by the first and running alone behind it too.
+#[tokio::test]
+async fn a_send_run_alone_keeps_its_accounts_from_later_batches_until_it_ends() {
+    let s = TestServer::start_with(batching(32, Duration::ZERO, 2)).await;
+    let (alice, _bob, carol, to_bob, to_carol) = three(&s).await;
+    let carol_to_alice = carol.peer_of(ALICE).await;
+    let alone = "ptslog_sends_alone_total{reason=\"account_held\"}";
+
+    // Another transaction holds Alice's account.
+    let mut hold = s.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM user_sequences WHERE user_id = $1 FOR UPDATE")
+        .bind(alice.user_id)
+        .execute(&mut *hold)
+        .await
+        .unwrap();
+    let first = {
+        let alice = alice.clone();
+        tokio::spawn(async move {
+            alice
+                .call("messages.sendMessage", send_params(&to_bob, "first", rid()))
+                .await
+        })
+    };
+    wait_lock_waiter(&s).await;
+    assert_eq!(s.metric(alone).await, 1.0);
+
+    // Carol's send to Alice stays queued while the first waits: no batch takes it.
+    let second = {
+        let carol = carol.clone();
+        tokio::spawn(async move {
+            carol
+                .call(
+                    "messages.sendMessage",
+                    send_params(&carol_to_alice, "second", rid()),
+                )
+                .await
+        })
+    };
+    wait_queued(&s, 1).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        s.app.sends_queued(),
+        1,
+        "the second send was taken while Alice was held"
+    );
+
+    hold.commit().await.unwrap();
+    let (first, second) = (first.await.unwrap(), second.await.unwrap());
+    assert_eq!(first.0, 200, "{}", first.1);
+    assert_eq!(second.0, 200, "{}", second.1);
+    // The second went through a batch, not alone.
+    assert_eq!(s.metric(alone).await, 1.0);
+    alice
+        .rpc(
+            "messages.sendMessage",
+            send_params(&to_carol, "after", rid()),
+        )
+        .await;
+    assert_logs_dense(&s).await;
+    assert_projections_match_the_log(&s).await;
+    s.stop().await;
+}

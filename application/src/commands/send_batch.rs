@@ -200,16 +200,42 @@ impl SendBatches {
     }
 }
 
-/// A batch in flight's hold on a committer and on its accounts, given back to the dispatcher
-/// when the batch's task ends, however it ends (a panic included).
+/// A batch in flight's hold on accounts (and on a committer), given back to the dispatcher when
+/// dropped, however its task ends (a panic included).
 struct InFlight {
     accounts: Vec<UserId>,
-    ended: mpsc::UnboundedSender<Vec<UserId>>,
+    /// Whether dropping it also frees a committer.
+    committer: bool,
+    ended: mpsc::UnboundedSender<Ended>,
+}
+
+/// What a batch's task gives back.
+struct Ended {
+    accounts: Vec<UserId>,
+    committer: bool,
+}
+
+impl InFlight {
+    /// Moves the hold on `accounts` (those of sends that leave the batch to run alone) to a hold
+    /// of their own, kept until those sends end: until then later batches leave their accounts'
+    /// sends queued rather than take them and find the accounts locked again, which would send
+    /// those alone too, each waiting for the one before.
+    fn split_off(&mut self, accounts: &[UserId]) -> InFlight {
+        self.accounts.retain(|a| !accounts.contains(a));
+        InFlight {
+            accounts: accounts.to_vec(),
+            committer: false,
+            ended: self.ended.clone(),
+        }
+    }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let _ = self.ended.send(std::mem::take(&mut self.accounts));
+        let _ = self.ended.send(Ended {
+            accounts: std::mem::take(&mut self.accounts),
+            committer: self.committer,
+        });
     }
 }
 
@@ -221,7 +247,7 @@ async fn dispatch(
     mut waiting: mpsc::UnboundedReceiver<Queued>,
     counters: Arc<SendBatchCounters>,
 ) {
-    let (ended_tx, mut ended) = mpsc::unbounded_channel::<Vec<UserId>>();
+    let (ended_tx, mut ended) = mpsc::unbounded_channel::<Ended>();
     let mut queue = SendQueue::new();
     let mut free = config.committers;
     let mut open = true;
@@ -255,6 +281,7 @@ async fn dispatch(
                     counters.queued.fetch_sub(batch.len(), Ordering::Relaxed);
                     let held = InFlight {
                         accounts,
+                        committer: true,
                         ended: ended_tx.clone(),
                     };
                     // A task per batch: a panic in one ends that batch (its sends answered with
@@ -273,9 +300,11 @@ async fn dispatch(
                 Some(q) => queue.push(q),
                 None => open = false,
             },
-            Some(accounts) = ended.recv() => {
-                queue.release(&accounts);
-                free += 1;
+            Some(e) = ended.recv() => {
+                queue.release(&e.accounts);
+                if e.committer {
+                    free += 1;
+                }
             }
             _ = tokio::time::sleep_until(gathering.unwrap_or_else(tokio::time::Instant::now)), if gathering.is_some() => {}
         }
@@ -285,11 +314,11 @@ async fn dispatch(
 async fn commit_batch(
     store: Arc<dyn Store>,
     batch: Vec<Queued>,
-    _held: InFlight,
+    mut held: InFlight,
     counters: Arc<SendBatchCounters>,
 ) {
     let mut batch = batch;
-    match run_batch(&store, &mut batch, &counters).await {
+    match run_batch(&store, &mut batch, &mut held, &counters).await {
         Ok(answers) => {
             if !batch.is_empty() {
                 SendBatchCounters::add(&counters.batches, 1);
@@ -320,6 +349,7 @@ async fn commit_batch(
 async fn run_batch(
     store: &Arc<dyn Store>,
     batch: &mut Vec<Queued>,
+    hold: &mut InFlight,
     counters: &SendBatchCounters,
 ) -> Result<Vec<Result<Updates, AppError>>, StoreError> {
     let mut tx = store.begin().await?;
@@ -328,12 +358,17 @@ async fn run_batch(
         .into_iter()
         .partition(|q| locked.contains(&q.send.sender) && locked.contains(&q.send.peer_id));
     *batch = ready;
-    SendBatchCounters::add(&counters.alone_account_held, held.len());
-    for q in held {
-        let store = store.clone();
-        tokio::spawn(async move {
-            let _ = q.answer.send(send_alone(store.as_ref(), &q.send).await);
-        });
+    if !held.is_empty() {
+        SendBatchCounters::add(&counters.alone_account_held, held.len());
+        // Their accounts stay held for the dispatcher until the last of them ends.
+        let alone = Arc::new(hold.split_off(&accounts_of(&held)));
+        for q in held {
+            let (store, alone) = (store.clone(), alone.clone());
+            tokio::spawn(async move {
+                let _ = q.answer.send(send_alone(store.as_ref(), &q.send).await);
+                drop(alone);
+            });
+        }
     }
     if batch.is_empty() {
         return Ok(Vec::new());
