@@ -971,7 +971,8 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
         let mut phase = Phase::new(
             &name,
             "reads_http",
-            json!({"concurrency": c, "front": "http", "server_cpu_us_per_op": cpu_us.map(stats::round1), "sql_round_trips_per_call": per_call}),
+            json!({"concurrency": c, "front": "http", "server_cpu_us_per_op": cpu_us.map(stats::round1), "sql_round_trips_per_call": per_call,
+                   "cpu_us_per_call": cpu::breakdown(cpu_before, cpu_after, st.ok)}),
         );
         let http_rate = st.throughput_per_s;
         phase.ops.insert(op.name().into(), st);
@@ -996,6 +997,7 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
         };
         let script = ctx.work_dir.join(format!("{name}.sql"));
         std::fs::write(&script, readsql::pgbench_script(op, n))?;
+        let cpu_before = cpu::sample();
         let run = pgbench::run(
             &bin,
             &db.url,
@@ -1006,10 +1008,14 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
             db.plan_cache_mode,
         )
         .await?;
+        let cpu_after = cpu::sample();
+        // pgbench's backends end with it, so the machine's time less pgbench's is (mostly)
+        // Postgres's; its `postgres` figure counts only the processes that outlive the run.
         let mut phase = Phase::new(
             format!("{name}_pgbench"),
             "reads_pgbench",
-            json!({"concurrency": c, "statements": op.statements(), "command": run.command}),
+            json!({"concurrency": c, "statements": op.statements(), "command": run.command,
+                   "cpu_us_per_call": cpu::breakdown(cpu_before, cpu_after, run.transactions)}),
         );
         let mut pst = run.stats.clone();
         pst.errors += run.failed;
@@ -1067,7 +1073,8 @@ async fn mtproto_reads(
         format!("{name}_mtproto"),
         "reads_mtproto",
         json!({"concurrency": mt.workers, "front": "mtproto", "connections": mt.connections,
-            "server_cpu_us_per_op": cpu_us.map(stats::round1), "sql_round_trips_per_call": per_call}),
+            "server_cpu_us_per_op": cpu_us.map(stats::round1), "sql_round_trips_per_call": per_call,
+            "cpu_us_per_call": cpu::breakdown(cpu_before, cpu_after, st.ok)}),
     );
     let rate = st.throughput_per_s;
     phase.ops.insert(op.name().into(), st);
