@@ -74,7 +74,7 @@ async fn build_with_acks(config: &Config) -> anyhow::Result<(App, PgPool, Arc<Ac
     let store: Arc<dyn Store> = if config.db_read_max_connections == 0 {
         Arc::new(PgStore::new(pool.clone()))
     } else {
-        let read = infrastructure::postgres::connect_lazy_with(
+        let read = infrastructure::postgres::read_pool::ReadPool::new(
             &config.database_url,
             config.db_read_max_connections,
             config.limits.db,

@@ -9,6 +9,7 @@ pub mod mtproto_keys;
 pub mod passwords;
 pub(crate) mod profile_photos;
 pub(crate) mod queries;
+pub mod read_pool;
 pub mod revocations;
 pub(crate) mod rows;
 pub mod secrets;
@@ -101,7 +102,7 @@ impl SessionSettings {
         plan_cache_mode: Some(PlanCacheMode::SERVING),
     };
 
-    fn apply(&self, mut options: PgConnectOptions) -> PgConnectOptions {
+    pub(crate) fn apply(&self, mut options: PgConnectOptions) -> PgConnectOptions {
         // Sent in the startup packet (`-c name=value`): no extra round trip per connection, and
         // a statement's own `SET LOCAL` can still change it for one transaction.
         let mut settings = Vec::new();
@@ -168,7 +169,7 @@ fn pool_options(max_conns: u32) -> PgPoolOptions {
 }
 
 /// Whether a connection idle for `idle_for` is pinged before use ([`PING_WHEN_IDLE_FOR`]).
-fn needs_ping(idle_for: Duration) -> bool {
+pub(crate) fn needs_ping(idle_for: Duration) -> bool {
     idle_for >= PING_WHEN_IDLE_FOR
 }
 

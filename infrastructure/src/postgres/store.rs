@@ -12,11 +12,12 @@ use domain::history_window::HistoryWindow;
 use domain::media::Photo;
 use domain::message::OwnerMessage;
 use domain::{BoxId, Pts, UserId};
-use sqlx::PgPool;
+use sqlx::{Connection, PgPool};
 
 use crate::error::db_error;
 use crate::postgres::profile_photos;
 use crate::postgres::queries::{like_contains, messages_by_ids};
+use crate::postgres::read_pool::ReadPool;
 use crate::postgres::rows::{
     self, dialog, get, log_entry, owner_message, owner_message_at, user, BOX_COLUMNS,
     DIALOG_COLUMNS, LOG_COLUMNS, USER_COLUMNS,
@@ -29,30 +30,25 @@ use crate::postgres::write_tx::PgWriteTx;
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
-    read: PgPool,
+    read: ReadPool,
 }
 
 impl PgStore {
     pub fn new(pool: PgPool) -> Self {
         Self {
-            read: pool.clone(),
+            read: ReadPool::Shared(pool.clone()),
             pool,
         }
     }
 
-    /// Writes on `write`, reads on `read` (two pools of the same database).
-    pub fn with_read_pool(write: PgPool, read: PgPool) -> Self {
+    /// Writes on `write`, reads on `read` (connections of the same database).
+    pub fn with_read_pool(write: PgPool, read: ReadPool) -> Self {
         Self { pool: write, read }
     }
 
     /// The write pool.
     pub fn pool(&self) -> &PgPool {
         &self.pool
-    }
-
-    /// The pool the reads use.
-    pub fn read_pool(&self) -> &PgPool {
-        &self.read
     }
 
     /// The box id a history page with `offset_date` starts below: one past the newest visible box
@@ -63,6 +59,7 @@ impl PgStore {
         peer: UserId,
         offset_date: i32,
     ) -> Result<i64, StoreError> {
+        let mut conn = self.read.get().await?;
         let newest_older: Option<i32> = sqlx::query_scalar(
             "SELECT box_id FROM message_boxes \
              WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND date < $3 \
@@ -71,9 +68,9 @@ impl PgStore {
         .bind(owner.get())
         .bind(peer.get())
         .bind(offset_date)
-        .fetch_optional(&self.read)
+        .fetch_optional(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         Ok(newest_older.map_or(1, |b| i64::from(b) + 1))
     }
 }
@@ -203,13 +200,14 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&format!(
             "SELECT {USER_COLUMNS} FROM users WHERE id = ANY($1)"
         ))
         .bind(&raw)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         rows.iter().map(user).collect()
     }
 
@@ -224,12 +222,13 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(statements::USERS_SEEN_BY)
             .bind(viewer.get())
             .bind(&raw)
-            .fetch_all(&self.read)
+            .fetch_all(&mut *conn)
             .await
-            .map_err(db_error)?;
+            .map_err(|e| conn.failed(e))?;
         rows.iter()
             .map(|row| {
                 let contact = match get::<Option<i64>>(row, "contact_user_id")? {
@@ -259,12 +258,15 @@ impl Store for PgStore {
     ) -> Result<HistoryPage, StoreError> {
         if w.offset_date != 0 || (w.offset_id > 0 && w.newer_count() > 0) {
             // A page around a date or reaching above its anchor: the head, then the page.
-            let (peer_exists, count): (bool, i64) = sqlx::query_as(HISTORY_HEAD)
-                .bind(owner.get())
-                .bind(peer.get())
-                .fetch_one(&self.read)
-                .await
-                .map_err(db_error)?;
+            let (peer_exists, count): (bool, i64) = {
+                let mut conn = self.read.get().await?;
+                sqlx::query_as(HISTORY_HEAD)
+                    .bind(owner.get())
+                    .bind(peer.get())
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(|e| conn.failed(e))?
+            };
             let messages = if peer_exists {
                 self.history(owner, peer, w).await?
             } else {
@@ -279,6 +281,7 @@ impl Store for PgStore {
         // The usual page (the newest, or older than an id): head and page in one statement,
         // message_boxes_history as in `history`.
         let b = Bounds::new((w.offset_id > 0).then(|| i64::from(w.offset_id)), w);
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&statements::history_page())
             .bind(owner.get())
             .bind(peer.get())
@@ -286,9 +289,9 @@ impl Store for PgStore {
             .bind(b.min_exclusive)
             .bind(i64::from(w.older_skip()))
             .bind(i64::from(w.older_count()))
-            .fetch_all(&self.read)
+            .fetch_all(&mut *conn)
             .await
-            .map_err(db_error)?;
+            .map_err(|e| conn.failed(e))?;
         let Some(first) = rows.first() else {
             return Err(StoreError::Bug("history head answered no row".into()));
         };
@@ -306,11 +309,12 @@ impl Store for PgStore {
     }
 
     async fn account_state(&self, owner: UserId) -> Result<AccountState, StoreError> {
+        let mut conn = self.read.get().await?;
         let row = sqlx::query(STATE_HEAD)
             .bind(owner.get())
-            .fetch_one(&self.read)
+            .fetch_one(&mut *conn)
             .await
-            .map_err(db_error)?;
+            .map_err(|e| conn.failed(e))?;
         account_state_of(&row)
     }
 
@@ -321,13 +325,14 @@ impl Store for PgStore {
         after: Pts,
         limit: i64,
     ) -> Result<(AccountState, Vec<LogEntry>), StoreError> {
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&statements::difference())
             .bind(owner.get())
             .bind(after.get())
             .bind(limit.max(0))
-            .fetch_all(&self.read)
+            .fetch_all(&mut *conn)
             .await
-            .map_err(db_error)?;
+            .map_err(|e| conn.failed(e))?;
         let Some(first) = rows.first() else {
             return Err(StoreError::Bug("state head answered no row".into()));
         };
@@ -356,6 +361,7 @@ impl Store for PgStore {
             top_message: 0,
             peer_id: 0,
         });
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&statements::dialog_list(cursor.is_some()))
             .bind(owner.get())
             .bind(folder_id)
@@ -364,9 +370,9 @@ impl Store for PgStore {
             .bind(c.top_message_date)
             .bind(c.top_message)
             .bind(c.peer_id)
-            .fetch_all(&self.read)
+            .fetch_all(&mut *conn)
             .await
-            .map_err(db_error)?;
+            .map_err(|e| conn.failed(e))?;
         let mut list = DialogList {
             pinned: Vec::new(),
             page: Vec::new(),
@@ -397,11 +403,13 @@ impl Store for PgStore {
     }
 
     async fn profile_photos(&self, owner: UserId) -> Result<Vec<Photo>, StoreError> {
-        profile_photos::of_owner(&self.read, owner).await
+        let mut conn = self.read.get().await?;
+        profile_photos::of_owner(&mut *conn, owner).await
     }
 
     // The owner's dialogs partition; contacts_reverse.
     async fn profile_watchers(&self, owner: UserId, limit: i64) -> Result<Vec<UserId>, StoreError> {
+        let mut conn = self.read.get().await?;
         let raw: Vec<i64> = sqlx::query_scalar(
             "SELECT peer_user_id FROM dialogs WHERE user_id = $1 AND peer_user_id <> $1 \
              UNION SELECT owner_user_id FROM contacts WHERE contact_user_id = $1 AND owner_user_id <> $1 \
@@ -409,22 +417,23 @@ impl Store for PgStore {
         )
         .bind(owner.get())
         .bind(limit)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         raw.into_iter()
             .map(|id| rows::user_id(id, "watcher"))
             .collect()
     }
 
     async fn user_by_phone(&self, phone: &str) -> Result<Option<UserRecord>, StoreError> {
+        let mut conn = self.read.get().await?;
         let row = sqlx::query(&format!(
             "SELECT {USER_COLUMNS} FROM users WHERE phone = $1"
         ))
         .bind(phone)
-        .fetch_optional(&self.read)
+        .fetch_optional(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         row.as_ref().map(user).transpose()
     }
 
@@ -437,6 +446,7 @@ impl Store for PgStore {
         limit: i32,
     ) -> Result<Vec<DialogRecord>, StoreError> {
         let limit = i64::from(limit.max(0));
+        let mut conn = self.read.get().await?;
         let rows = match cursor {
             None => sqlx::query(&format!(
                 "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND folder_id = $2 \
@@ -445,9 +455,9 @@ impl Store for PgStore {
             .bind(owner.get())
             .bind(folder_id)
             .bind(limit)
-            .fetch_all(&self.read)
+            .fetch_all(&mut *conn)
             .await
-            .map_err(db_error)?,
+            .map_err(|e| conn.failed(e))?,
             Some(c) => sqlx::query(&format!(
                 "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND folder_id = $2 \
                    AND (top_message_date, top_message, peer_user_id) < ($3, $4, $5) \
@@ -459,20 +469,21 @@ impl Store for PgStore {
             .bind(c.top_message)
             .bind(c.peer_id)
             .bind(limit)
-            .fetch_all(&self.read)
+            .fetch_all(&mut *conn)
             .await
-            .map_err(db_error)?,
+            .map_err(|e| conn.failed(e))?,
         };
         rows.iter().map(dialog).collect()
     }
 
     async fn dialogs_count(&self, owner: UserId, folder_id: i16) -> Result<i64, StoreError> {
+        let mut conn = self.read.get().await?;
         sqlx::query_scalar("SELECT count(*) FROM dialogs WHERE user_id = $1 AND folder_id = $2")
             .bind(owner.get())
             .bind(folder_id)
-            .fetch_one(&self.read)
+            .fetch_one(&mut *conn)
             .await
-            .map_err(db_error)
+            .map_err(|e| conn.failed(e))
     }
 
     /// (peer, top_message, top_message_date) of every dialog in the folder, in list order.
@@ -481,15 +492,16 @@ impl Store for PgStore {
         owner: UserId,
         folder_id: i16,
     ) -> Result<Vec<(i64, i32, i32)>, StoreError> {
+        let mut conn = self.read.get().await?;
         sqlx::query_as(
             "SELECT peer_user_id, top_message, top_message_date FROM dialogs WHERE user_id = $1 AND folder_id = $2 \
              ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC",
         )
         .bind(owner.get())
         .bind(folder_id)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)
+        .map_err(|e| conn.failed(e))
     }
 
     /// The dialogs with these peers that exist, in the order of `peers`.
@@ -502,14 +514,15 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let raw: Vec<i64> = peers.iter().map(|u| u.get()).collect();
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&format!(
             "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND peer_user_id = ANY($2)"
         ))
         .bind(owner.get())
         .bind(&raw)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         let mut found: HashMap<UserId, DialogRecord> = HashMap::with_capacity(rows.len());
         for row in &rows {
             let d = dialog(row)?;
@@ -534,6 +547,7 @@ impl Store for PgStore {
         };
         let b = Bounds::new(anchor, w);
         let mut page = Vec::with_capacity(usize::try_from(w.limit).unwrap_or(0));
+        let mut conn = self.read.get().await?;
         if let (Some(anchor), true) = (b.anchor, w.newer_count() > 0) {
             let rows = sqlx::query(&format!(
                 "SELECT {BOX_COLUMNS} FROM message_boxes \
@@ -547,9 +561,9 @@ impl Store for PgStore {
             .bind(b.max_exclusive)
             .bind(b.min_exclusive)
             .bind(i64::from(w.newer_count()))
-            .fetch_all(&self.read)
+            .fetch_all(&mut *conn)
             .await
-            .map_err(db_error)?;
+            .map_err(|e| conn.failed(e))?;
             page = to_messages(&rows)?;
             page.reverse();
         }
@@ -566,23 +580,24 @@ impl Store for PgStore {
             .bind(b.min_exclusive)
             .bind(i64::from(w.older_skip()))
             .bind(i64::from(w.older_count()))
-            .fetch_all(&self.read)
+            .fetch_all(&mut *conn)
             .await
-            .map_err(db_error)?;
+            .map_err(|e| conn.failed(e))?;
             page.extend(to_messages(&rows)?);
         }
         Ok(page)
     }
 
     async fn history_count(&self, owner: UserId, peer: UserId) -> Result<i64, StoreError> {
+        let mut conn = self.read.get().await?;
         sqlx::query_scalar(
             "SELECT count(*) FROM message_boxes WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted",
         )
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_one(&self.read)
+        .fetch_one(&mut *conn)
         .await
-        .map_err(db_error)
+        .map_err(|e| conn.failed(e))
     }
 
     /// Visible boxes in the order of `ids` (missing ones and repeats left out).
@@ -632,7 +647,8 @@ impl Store for PgStore {
         // Planned for its values: whether a trigram index beats the owner's boxes depends on the
         // pattern, and the optional filters fold away. The serving pools plan generically, which
         // suits the seeks everything else runs, not this (infrastructure::postgres::PlanCacheMode).
-        let mut tx = self.read.begin().await.map_err(db_error)?;
+        let mut conn = self.read.get().await?;
+        let mut tx = conn.begin().await.map_err(db_error)?;
         sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan")
             .execute(&mut *tx)
             .await
@@ -699,23 +715,25 @@ impl Store for PgStore {
     }
 
     async fn pts(&self, owner: UserId) -> Result<Pts, StoreError> {
+        let mut conn = self.read.get().await?;
         let raw: Option<i32> =
             sqlx::query_scalar("SELECT pts FROM user_sequences WHERE user_id = $1")
                 .bind(owner.get())
-                .fetch_optional(&self.read)
+                .fetch_optional(&mut *conn)
                 .await
-                .map_err(db_error)?;
+                .map_err(|e| conn.failed(e))?;
         raw.map_or(Ok(Pts::ZERO), rows::pts)
     }
 
     async fn unread_total(&self, owner: UserId) -> Result<i64, StoreError> {
+        let mut conn = self.read.get().await?;
         sqlx::query_scalar(
             "SELECT COALESCE(sum(unread_count), 0)::bigint FROM dialogs WHERE user_id = $1",
         )
         .bind(owner.get())
-        .fetch_one(&self.read)
+        .fetch_one(&mut *conn)
         .await
-        .map_err(db_error)
+        .map_err(|e| conn.failed(e))
     }
 
     // The log's primary key (user_id, pts).
@@ -725,15 +743,16 @@ impl Store for PgStore {
         after: Pts,
         limit: i64,
     ) -> Result<Vec<LogEntry>, StoreError> {
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&format!(
             "SELECT {LOG_COLUMNS} FROM user_update_events WHERE user_id = $1 AND pts > $2 ORDER BY pts LIMIT $3"
         ))
         .bind(owner.get())
         .bind(after.get())
         .bind(limit.max(0))
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         rows.iter().map(log_entry).collect()
     }
 
@@ -744,6 +763,7 @@ impl Store for PgStore {
         peer: UserId,
         msg_id: BoxId,
     ) -> Result<Option<i32>, StoreError> {
+        let mut conn = self.read.get().await?;
         sqlx::query_scalar(
             "SELECT min((payload ->> 'date')::integer) FROM user_update_events \
              WHERE user_id = $1 AND kind = 'read_history_outbox' \
@@ -752,9 +772,9 @@ impl Store for PgStore {
         .bind(owner.get())
         .bind(peer.get())
         .bind(msg_id.get())
-        .fetch_one(&self.read)
+        .fetch_one(&mut *conn)
         .await
-        .map_err(db_error)
+        .map_err(|e| conn.failed(e))
     }
 
     // contact_blocks_order: (owner_user_id, date DESC, blocked_user_id DESC); pages are at most 100.
@@ -764,6 +784,7 @@ impl Store for PgStore {
         offset: i32,
         limit: i32,
     ) -> Result<(Vec<BlockRecord>, i64), StoreError> {
+        let mut conn = self.read.get().await?;
         let rows: Vec<(i64, i32)> = sqlx::query_as(
             "SELECT blocked_user_id, date FROM contact_blocks WHERE owner_user_id = $1 \
              ORDER BY date DESC, blocked_user_id DESC OFFSET $2 LIMIT $3",
@@ -771,15 +792,15 @@ impl Store for PgStore {
         .bind(owner.get())
         .bind(i64::from(offset.max(0)))
         .bind(i64::from(limit.max(0)))
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         let count: i64 =
             sqlx::query_scalar("SELECT count(*) FROM contact_blocks WHERE owner_user_id = $1")
                 .bind(owner.get())
-                .fetch_one(&self.read)
+                .fetch_one(&mut *conn)
                 .await
-                .map_err(db_error)?;
+                .map_err(|e| conn.failed(e))?;
         let records = rows
             .into_iter()
             .map(|(peer, date)| {
@@ -798,41 +819,44 @@ impl Store for PgStore {
         owner: UserId,
         folder_id: i16,
     ) -> Result<Vec<DialogRecord>, StoreError> {
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&format!(
             "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND folder_id = $2 AND pinned_order IS NOT NULL \
              ORDER BY pinned_order, peer_user_id"
         ))
         .bind(owner.get())
         .bind(folder_id)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         rows.iter().map(dialog).collect()
     }
 
     // The owner's partition of dialogs; a dialog filter is applied to the whole list.
     async fn all_dialogs(&self, owner: UserId) -> Result<Vec<DialogRecord>, StoreError> {
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&format!(
             "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 \
              ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC"
         ))
         .bind(owner.get())
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         rows.iter().map(dialog).collect()
     }
 
     // dialogs_unread_mark: (user_id) WHERE unread_mark.
     async fn unread_marked(&self, owner: UserId) -> Result<Vec<UserId>, StoreError> {
+        let mut conn = self.read.get().await?;
         let raw: Vec<i64> = sqlx::query_scalar(
             "SELECT peer_user_id FROM dialogs WHERE user_id = $1 AND unread_mark \
              ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC",
         )
         .bind(owner.get())
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         raw.into_iter()
             .map(|p| rows::user_id(p, "peer_user_id"))
             .collect()
@@ -842,7 +866,7 @@ impl Store for PgStore {
         &self,
         owner: UserId,
     ) -> Result<application::ports::FilterSet, StoreError> {
-        let mut conn = self.read.acquire().await.map_err(db_error)?;
+        let mut conn = self.read.get().await?;
         crate::postgres::queries::dialog_filters(&mut conn, owner).await
     }
 
@@ -851,13 +875,14 @@ impl Store for PgStore {
         owner: UserId,
     ) -> Result<Vec<application::ports::ContactRecord>, StoreError> {
         use crate::postgres::queries::{contact, CONTACT_COLUMNS};
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&format!(
             "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 ORDER BY contact_user_id"
         ))
         .bind(owner.get())
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         rows.iter().map(contact).collect()
     }
 
@@ -872,23 +897,24 @@ impl Store for PgStore {
             return Ok((Vec::new(), Vec::new()));
         }
         let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
+        let mut conn = self.read.get().await?;
         let rows = sqlx::query(&format!(
             "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 AND contact_user_id = ANY($2)"
         ))
         .bind(viewer.get())
         .bind(&raw)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         let mine = rows.iter().map(contact).collect::<Result<Vec<_>, _>>()?;
         let theirs: Vec<i64> = sqlx::query_scalar(
             "SELECT owner_user_id FROM contacts WHERE contact_user_id = $1 AND owner_user_id = ANY($2)",
         )
         .bind(viewer.get())
         .bind(&raw)
-        .fetch_all(&self.read)
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_error)?;
+        .map_err(|e| conn.failed(e))?;
         let theirs = theirs
             .into_iter()
             .map(|u| rows::user_id(u, "owner_user_id"))

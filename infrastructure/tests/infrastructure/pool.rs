@@ -43,3 +43,107 @@ async fn an_idle_connection_closed_by_the_server_is_replaced_before_use() {
     pool.close().await;
     db.drop().await;
 }
+
+/// The read pool hands a connection back without a round trip and checks it before use only when
+/// it sat idle: one the server closed meanwhile is replaced; one that fails a statement on the
+/// connection itself is closed, not handed out again.
+#[tokio::test]
+async fn read_connections_closed_by_the_server_are_replaced() {
+    use infrastructure::postgres::read_pool::ReadPool;
+
+    let db = TestDb::new().await;
+    let url = match database_url().rsplit_once('/') {
+        Some((server, _)) => format!("{server}/{}", db.name),
+        None => panic!("a database URL with a path"),
+    };
+    let pool = ReadPool::new(&url, 1, SessionSettings::SERVING).expect("the read pool");
+    let pid = |pool: ReadPool| async move {
+        let mut conn = pool.get().await.expect("a read connection");
+        sqlx::query_scalar::<_, i32>("SELECT pg_backend_pid()")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| conn.failed(e))
+    };
+    let first = pid(pool.clone()).await.unwrap();
+    assert_eq!(
+        pid(pool.clone()).await.unwrap(),
+        first,
+        "the same connection again"
+    );
+    // The serving settings reached the session.
+    let mut conn = pool.get().await.unwrap();
+    let mode: String = sqlx::query_scalar("SHOW plan_cache_mode")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(mode, "force_generic_plan");
+    drop(conn);
+
+    // A statement given up half way (its caller cancelled): the connection goes back without a
+    // round trip, and its next user still gets its own answer, in a transaction of its own.
+    {
+        let mut conn = pool.get().await.unwrap();
+        let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+        sqlx::query("SET LOCAL application_name = 'cancelled'")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let slow = sqlx::query_scalar::<_, i32>("SELECT 7 FROM pg_sleep(0.3)").fetch_one(&mut *tx);
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(50), slow)
+                .await
+                .is_err()
+        );
+    }
+    let mut conn = pool.get().await.unwrap();
+    let (answer, name): (i32, String) =
+        sqlx::query_as("SELECT 42, current_setting('application_name')")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+    assert_eq!(answer, 42);
+    assert_ne!(
+        name, "cancelled",
+        "the cancelled transaction was still open"
+    );
+    drop(conn);
+    let first = pid(pool.clone()).await.unwrap();
+
+    // Closed while idle: pinged before the next use and replaced.
+    terminate(&db.pool, first).await;
+    tokio::time::sleep(PING_WHEN_IDLE_FOR + std::time::Duration::from_millis(300)).await;
+    let second = pid(pool.clone()).await.unwrap();
+    assert_ne!(second, first);
+
+    // Closed while in use: the next statement fails, and the connection is not handed out again.
+    terminate(&db.pool, second).await;
+    let failed = pid(pool.clone()).await;
+    assert!(failed.is_err());
+    let third = pid(pool.clone()).await;
+    let third = third.unwrap();
+    assert!(third != second && third != first);
+    db.drop().await;
+}
+
+async fn terminate(admin: &PgPool, pid: i32) {
+    let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(pid)
+        .fetch_one(admin)
+        .await
+        .unwrap();
+    assert!(ended);
+    // pg_terminate_backend only signals: wait until the backend is gone.
+    for _ in 0..200 {
+        let alive: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)")
+                .bind(pid)
+                .fetch_one(admin)
+                .await
+                .unwrap();
+        if !alive {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("backend {pid} did not end");
+}
