@@ -378,25 +378,8 @@ pub async fn http_call_expecting(
     body: &Value,
     expect: &[&str],
 ) -> Result<(), String> {
-    let resp = client
-        .post(format!("{base}/v1/rpc/{method}"))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .map_err(|e| format!("{method}: {e}"))?;
-    let status = resp.status();
-    let bytes = resp
-        .bytes()
-        .await
-        .map_err(|e| format!("{method}: reading the answer: {e}"))?;
-    if status != reqwest::StatusCode::OK {
-        return Err(format!(
-            "{method}: HTTP {status}: {}",
-            String::from_utf8_lossy(&bytes)
-        ));
-    }
-    match answer_type(&bytes) {
+    let bytes = rpc_answer(client, base, token, method, body).await?;
+    match answer_type(bytes.as_ref()) {
         Some(t) if expect.contains(&t) => Ok(()),
         other => Err(format!("{method}: unexpected answer {other:?}")),
     }
@@ -416,6 +399,18 @@ pub async fn http_call(
     method: &str,
     body: &Value,
 ) -> Result<Value, String> {
+    let bytes = rpc_answer(client, base, token, method, body).await?;
+    serde_json::from_slice(bytes.as_ref()).map_err(|e| format!("{method}: reading the answer: {e}"))
+}
+
+/// The body of a 200 answer to `method`; any other status is an error with the body's text.
+async fn rpc_answer(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    method: &str,
+    body: &Value,
+) -> Result<impl AsRef<[u8]>, String> {
     let resp = client
         .post(format!("{base}/v1/rpc/{method}"))
         .bearer_auth(token)
@@ -424,14 +419,17 @@ pub async fn http_call(
         .await
         .map_err(|e| format!("{method}: {e}"))?;
     let status = resp.status();
-    let value: Value = resp
-        .json()
+    let bytes = resp
+        .bytes()
         .await
         .map_err(|e| format!("{method}: reading the answer: {e}"))?;
     if status != reqwest::StatusCode::OK {
-        return Err(format!("{method}: HTTP {status}: {value}"));
+        return Err(format!(
+            "{method}: HTTP {status}: {}",
+            String::from_utf8_lossy(&bytes)
+        ));
     }
-    Ok(value)
+    Ok(bytes)
 }
 
 #[cfg(test)]

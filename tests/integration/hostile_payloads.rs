@@ -88,12 +88,7 @@ impl System {
             .text()
             .await
             .expect("metrics body");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("{name} missing from /metrics"))
-            .trim()
-            .parse()
-            .expect("a number")
+        ptslog_tests::metric_in(&text, name)
     }
 
     async fn log_rows(&self) -> i64 {

@@ -205,6 +205,16 @@ pub async fn start_with_pushes(db: &str) -> ptslog_server::Running {
 }
 
 /// A running server on its own database.
+/// One sample of a `/metrics` text: `series` is the metric's name with its labels, as printed.
+pub fn metric_in(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("{series} missing from /metrics"))
+        .trim()
+        .parse()
+        .expect("a number")
+}
+
 pub struct TestServer {
     pub base: String,
     /// Where the admin endpoints are: `base`, or the `PTSLOG_ADMIN_ADDR` listener when set.
@@ -263,13 +273,7 @@ impl TestServer {
 
     /// One sample of `/metrics`: `series` is the metric's name with its labels, as printed.
     pub async fn metric(&self, series: &str) -> f64 {
-        let text = self.metrics().await;
-        text.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-            .unwrap_or_else(|| panic!("{series} missing from /metrics"))
-            .trim()
-            .parse()
-            .expect("a number")
+        metric_in(&self.metrics().await, series)
     }
 
     pub async fn stop(self) {
