@@ -169,8 +169,8 @@ struct Db {
     base: String,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     work: Workload,
-    /// How the server's serving pools plan their statements; the pgbench baselines plan alike.
-    plan_cache_mode: Option<infrastructure::postgres::PlanCacheMode>,
+    /// The server's serving sessions' settings; the pgbench baselines' sessions carry them too.
+    session: infrastructure::postgres::SessionSettings,
     /// The MTProto front of the same server, and its listener's task.
     mt: Option<(mtproto_load::MtTarget, tokio::task::JoinHandle<()>)>,
 }
@@ -210,7 +210,7 @@ async fn open_db(opts: &Options, name: &str) -> anyhow::Result<Db> {
         base: format!("http://{}", running.addr),
         server: running.task,
         work,
-        plan_cache_mode: config.limits.db.plan_cache_mode,
+        session: config.limits.db,
         mt,
     })
 }
@@ -482,7 +482,7 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
                     c,
                     duration,
                     &ctx.work_dir,
-                    main.plan_cache_mode,
+                    &main.session,
                 )
                 .await?;
                 main.work
@@ -1005,7 +1005,7 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
             c,
             duration,
             &ctx.work_dir,
-            db.plan_cache_mode,
+            &db.session,
         )
         .await?;
         let cpu_after = cpu::sample();

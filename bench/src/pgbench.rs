@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
-use infrastructure::postgres::PlanCacheMode;
+use infrastructure::postgres::SessionSettings;
 use serde::Serialize;
 
 use crate::sendsql;
@@ -52,8 +52,9 @@ pub struct PgbenchRun {
 }
 
 /// Runs pgbench for `duration` with `clients` connections; latencies come from its per-transaction
-/// log. Its sessions plan as the server's serving pools do (`plan_cache_mode`, through
-/// `PGOPTIONS`), so both sides run the same SQL the same way.
+/// log. Its sessions carry the server's serving sessions' settings (`plan_cache_mode` and the
+/// statement and idle-in-transaction timeouts, through `PGOPTIONS`), so both sides run the same
+/// SQL the same way.
 pub async fn run(
     pgbench: &Path,
     db_url: &str,
@@ -61,7 +62,7 @@ pub async fn run(
     clients: usize,
     duration: Duration,
     work_dir: &Path,
-    plan_cache_mode: Option<PlanCacheMode>,
+    session: &SessionSettings,
 ) -> anyhow::Result<PgbenchRun> {
     let secs = duration.as_secs().max(1);
     let threads = clients.clamp(1, 2);
@@ -85,7 +86,15 @@ pub async fn run(
         format!("--log-prefix={}", prefix.display()),
         db_url.to_string(),
     ];
-    let pgoptions = plan_cache_mode.map(|m| format!("-c plan_cache_mode={}", m.as_str()));
+    let pgoptions = Some(
+        session
+            .options()
+            .iter()
+            .map(|(k, v)| format!("-c {k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+    .filter(|o| !o.is_empty());
     let command = format!(
         "{}pgbench {}",
         pgoptions

@@ -102,9 +102,8 @@ impl SessionSettings {
         plan_cache_mode: Some(PlanCacheMode::SERVING),
     };
 
-    pub(crate) fn apply(&self, mut options: PgConnectOptions) -> PgConnectOptions {
-        // Sent in the startup packet (`-c name=value`): no extra round trip per connection, and
-        // a statement's own `SET LOCAL` can still change it for one transaction.
+    /// The settings as `name=value` pairs, in the order they are sent.
+    pub fn options(&self) -> Vec<(&'static str, String)> {
         let mut settings = Vec::new();
         if let Some(t) = self.statement {
             settings.push(("statement_timeout", millis(t)));
@@ -115,6 +114,13 @@ impl SessionSettings {
         if let Some(mode) = self.plan_cache_mode {
             settings.push(("plan_cache_mode", mode.as_str().to_string()));
         }
+        settings
+    }
+
+    pub(crate) fn apply(&self, mut options: PgConnectOptions) -> PgConnectOptions {
+        // Sent in the startup packet (`-c name=value`): no extra round trip per connection, and
+        // a statement's own `SET LOCAL` can still change it for one transaction.
+        let settings = self.options();
         if !settings.is_empty() {
             options = options.options(settings);
         }
