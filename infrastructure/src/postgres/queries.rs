@@ -1,6 +1,7 @@
 //! Reads shared by the store (on the pool) and the write transaction (on its connection).
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use application::ports::StoreError;
 use domain::message::OwnerMessage;
@@ -8,14 +9,17 @@ use domain::{BoxId, UserId};
 use sqlx::PgExecutor;
 
 use crate::error::db_error;
-use crate::postgres::rows::{owner_message, BOX_COLUMNS};
+use crate::postgres::rows::{owner_messages, BOX_COLUMNS};
 
 /// Visible boxes of `owner` by id, in the order of `ids`; missing ones and repeats are left out.
 /// `$1` owner, `$2` box ids: the visible ones (message_boxes primary key).
-pub(crate) fn messages_by_ids_sql() -> String {
-    format!(
-        "SELECT {BOX_COLUMNS} FROM message_boxes WHERE owner_user_id = $1 AND box_id = ANY($2) AND NOT deleted"
-    )
+pub(crate) fn messages_by_ids_sql() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {BOX_COLUMNS} FROM message_boxes WHERE owner_user_id = $1 AND box_id = ANY($2) AND NOT deleted"
+        )
+    });
+    &SQL
 }
 
 pub(crate) async fn messages_by_ids<'e>(
@@ -27,15 +31,14 @@ pub(crate) async fn messages_by_ids<'e>(
         return Ok(Vec::new());
     }
     let raw: Vec<i32> = ids.iter().map(|id| id.get()).collect();
-    let rows = sqlx::query(&messages_by_ids_sql())
+    let rows = sqlx::query(messages_by_ids_sql())
         .bind(owner.get())
         .bind(&raw)
         .fetch_all(ex)
         .await
         .map_err(db_error)?;
     let mut found: HashMap<BoxId, OwnerMessage> = HashMap::with_capacity(rows.len());
-    for row in &rows {
-        let m = owner_message(row)?;
+    for m in owner_messages(&rows)? {
         found.insert(m.id, m);
     }
     // Removing on the way out keeps the order of `ids` and drops repeats.

@@ -10,7 +10,7 @@ use domain::media::{MediaId, MessageMedia};
 use domain::message::{ForwardHeader, OwnerMessage, ReplyHeader};
 use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
 use sqlx::postgres::PgRow;
-use sqlx::Row;
+use sqlx::{Column, Row};
 
 /// The columns [`owner_message`] reads, in SELECT-list form.
 pub(crate) const BOX_COLUMNS: &str =
@@ -56,7 +56,16 @@ pub(crate) fn pts(raw: i32) -> Result<Pts, StoreError> {
 }
 
 pub(crate) fn owner_message(row: &PgRow) -> Result<OwnerMessage, StoreError> {
-    owner_message_at(row, "")
+    BoxColumns::find(row, "")?.read(row)
+}
+
+/// Every row of a result of [`BOX_COLUMNS`], in order.
+pub(crate) fn owner_messages(rows: &[PgRow]) -> Result<Vec<OwnerMessage>, StoreError> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let at = BoxColumns::find(first, "")?;
+    rows.iter().map(|row| at.read(row)).collect()
 }
 
 /// [`BOX_COLUMNS`] of `alias`, each renamed `<prefix><column>`: a message read beside other rows
@@ -70,63 +79,176 @@ pub(crate) fn box_columns_as(alias: &str, prefix: &str) -> String {
         .join(", ")
 }
 
-/// An [`owner_message`] whose columns carry `prefix` ([`box_columns_as`]).
-pub(crate) fn owner_message_at(row: &PgRow, prefix: &str) -> Result<OwnerMessage, StoreError> {
-    let col = |c: &str| format!("{prefix}{c}");
-    // Read like an event payload's entities: one today's type cannot read is left out.
-    let entities =
-        domain::entities::stored_entities(get::<serde_json::Value>(row, &col("entities"))?)
-            .map_err(|e| StoreError::Corrupt(format!("entities: {e}")))?;
-    let reply_to = get::<Option<serde_json::Value>>(row, &col("reply_to"))?
-        .map(serde_json::from_value::<ReplyHeader>)
-        .transpose()
-        .map_err(|e| StoreError::Corrupt(format!("reply_to: {e}")))?;
-    let fwd_from = get::<Option<serde_json::Value>>(row, &col("fwd_from"))?
-        .map(serde_json::from_value::<ForwardHeader>)
-        .transpose()
-        .map_err(|e| StoreError::Corrupt(format!("fwd_from: {e}")))?;
-    let media = get::<Option<serde_json::Value>>(row, &col("media"))?
-        .map(serde_json::from_value::<MessageMedia>)
-        .transpose()
-        .map_err(|e| StoreError::Corrupt(format!("media: {e}")))?;
-    Ok(OwnerMessage {
-        id: box_id(get(row, &col("box_id"))?, "box_id")?,
-        message_id: MessageId(get(row, &col("message_id"))?),
-        peer_id: user_id(get(row, &col("peer_user_id"))?, "peer_user_id")?,
-        from_id: user_id(get(row, &col("sender_user_id"))?, "sender_user_id")?,
-        out: get(row, &col("outgoing"))?,
-        date: get(row, &col("date"))?,
-        text: get(row, &col("text"))?,
-        entities,
-        silent: get(row, &col("silent"))?,
-        noforwards: get(row, &col("noforwards"))?,
-        reply_to,
-        fwd_from,
-        media_unread: get(row, &col("media_unread"))?,
-        random_id: get(row, &col("random_id"))?,
-        edit_date: get(row, &col("edit_date"))?,
-        media,
-        grouped_id: get(row, &col("grouped_id"))?,
+/// The position of a result's column, found by name.
+fn position(row: &PgRow, name: &str) -> Result<usize, StoreError> {
+    row.columns()
+        .iter()
+        .position(|c| c.name() == name)
+        .ok_or_else(|| StoreError::Corrupt(format!("no column {name}")))
+}
+
+/// The value at position `i` (from [`position`]); the error names the column.
+fn get_at<'r, T>(row: &'r PgRow, i: usize) -> Result<T, StoreError>
+where
+    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
+    row.try_get(i).map_err(|e| {
+        let name = row.columns().get(i).map_or("?", |c| c.name());
+        StoreError::Corrupt(format!("column {name}: {e}"))
     })
 }
 
+/// A JSONB column read straight into its type (no JSON tree in between).
+fn json_at<T: serde::de::DeserializeOwned>(row: &PgRow, i: usize) -> Result<Option<T>, StoreError> {
+    Ok(get_at::<Option<sqlx::types::Json<T>>>(row, i)?.map(|j| j.0))
+}
+
+/// Stored entities as [`domain::entities::stored_entities`] reads them (one today's type cannot
+/// read is left out, as in an event's payload).
+#[derive(serde::Deserialize)]
+struct StoredEntities(
+    #[serde(deserialize_with = "domain::entities::stored_entities")]
+    Vec<domain::message_entity::MessageEntity>,
+);
+
+/// Where a result's [`BOX_COLUMNS`] are: looked up by name once per result, then read by position
+/// for every row (by name, a 50-message page looked 850 names up in a hash map).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BoxColumns {
+    box_id: usize,
+    message_id: usize,
+    peer_user_id: usize,
+    sender_user_id: usize,
+    outgoing: usize,
+    random_id: usize,
+    date: usize,
+    text: usize,
+    entities: usize,
+    silent: usize,
+    noforwards: usize,
+    reply_to: usize,
+    fwd_from: usize,
+    media_unread: usize,
+    edit_date: usize,
+    media: usize,
+    grouped_id: usize,
+}
+
+impl BoxColumns {
+    /// The columns of `row`'s result, each named `<prefix><column>` ([`box_columns_as`]).
+    pub(crate) fn find(row: &PgRow, prefix: &str) -> Result<Self, StoreError> {
+        let at = |c: &str| position(row, &format!("{prefix}{c}"));
+        Ok(Self {
+            box_id: at("box_id")?,
+            message_id: at("message_id")?,
+            peer_user_id: at("peer_user_id")?,
+            sender_user_id: at("sender_user_id")?,
+            outgoing: at("outgoing")?,
+            random_id: at("random_id")?,
+            date: at("date")?,
+            text: at("text")?,
+            entities: at("entities")?,
+            silent: at("silent")?,
+            noforwards: at("noforwards")?,
+            reply_to: at("reply_to")?,
+            fwd_from: at("fwd_from")?,
+            media_unread: at("media_unread")?,
+            edit_date: at("edit_date")?,
+            media: at("media")?,
+            grouped_id: at("grouped_id")?,
+        })
+    }
+
+    /// Whether `row` holds a message (a LEFT JOIN leaves the columns NULL where it has none).
+    pub(crate) fn present(&self, row: &PgRow) -> Result<bool, StoreError> {
+        Ok(get_at::<Option<i32>>(row, self.box_id)?.is_some())
+    }
+
+    pub(crate) fn read(&self, row: &PgRow) -> Result<OwnerMessage, StoreError> {
+        let entities = get_at::<sqlx::types::Json<StoredEntities>>(row, self.entities)?
+            .0
+             .0;
+        Ok(OwnerMessage {
+            id: box_id(get_at(row, self.box_id)?, "box_id")?,
+            message_id: MessageId(get_at(row, self.message_id)?),
+            peer_id: user_id(get_at(row, self.peer_user_id)?, "peer_user_id")?,
+            from_id: user_id(get_at(row, self.sender_user_id)?, "sender_user_id")?,
+            out: get_at(row, self.outgoing)?,
+            date: get_at(row, self.date)?,
+            text: get_at(row, self.text)?,
+            entities,
+            silent: get_at(row, self.silent)?,
+            noforwards: get_at(row, self.noforwards)?,
+            reply_to: json_at::<ReplyHeader>(row, self.reply_to)?,
+            fwd_from: json_at::<ForwardHeader>(row, self.fwd_from)?,
+            media_unread: get_at(row, self.media_unread)?,
+            random_id: get_at(row, self.random_id)?,
+            edit_date: get_at(row, self.edit_date)?,
+            media: json_at::<MessageMedia>(row, self.media)?,
+            grouped_id: get_at(row, self.grouped_id)?,
+        })
+    }
+}
+
 pub(crate) fn dialog(row: &PgRow) -> Result<DialogRecord, StoreError> {
-    Ok(DialogRecord {
-        peer_id: user_id(get(row, "peer_user_id")?, "peer_user_id")?,
-        folder_id: get(row, "folder_id")?,
-        top_message: get(row, "top_message")?,
-        top_message_date: get(row, "top_message_date")?,
-        read_inbox_max_id: get(row, "read_inbox_max_id")?,
-        read_outbox_max_id: get(row, "read_outbox_max_id")?,
-        unread_count: get(row, "unread_count")?,
-        unread_mark: get(row, "unread_mark")?,
-        pinned: get(row, "pinned")?,
-        notify: match get::<Option<serde_json::Value>>(row, "notify")? {
-            None => PeerNotify::default(),
-            Some(v) => serde_json::from_value(v)
-                .map_err(|e| StoreError::Corrupt(format!("notify settings: {e}")))?,
-        },
-    })
+    DialogColumns::find(row)?.read(row)
+}
+
+/// Every row of a result of [`DIALOG_COLUMNS`], in order.
+pub(crate) fn dialogs(rows: &[PgRow]) -> Result<Vec<DialogRecord>, StoreError> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let at = DialogColumns::find(first)?;
+    rows.iter().map(|row| at.read(row)).collect()
+}
+
+/// Where a result's [`DIALOG_COLUMNS`] are: looked up by name once per result, as [`BoxColumns`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DialogColumns {
+    peer_user_id: usize,
+    folder_id: usize,
+    top_message: usize,
+    top_message_date: usize,
+    read_inbox_max_id: usize,
+    read_outbox_max_id: usize,
+    unread_count: usize,
+    unread_mark: usize,
+    pinned: usize,
+    notify: usize,
+}
+
+impl DialogColumns {
+    pub(crate) fn find(row: &PgRow) -> Result<Self, StoreError> {
+        let at = |c: &str| position(row, c);
+        Ok(Self {
+            peer_user_id: at("peer_user_id")?,
+            folder_id: at("folder_id")?,
+            top_message: at("top_message")?,
+            top_message_date: at("top_message_date")?,
+            read_inbox_max_id: at("read_inbox_max_id")?,
+            read_outbox_max_id: at("read_outbox_max_id")?,
+            unread_count: at("unread_count")?,
+            unread_mark: at("unread_mark")?,
+            pinned: at("pinned")?,
+            notify: at("notify")?,
+        })
+    }
+
+    pub(crate) fn read(&self, row: &PgRow) -> Result<DialogRecord, StoreError> {
+        Ok(DialogRecord {
+            peer_id: user_id(get_at(row, self.peer_user_id)?, "peer_user_id")?,
+            folder_id: get_at(row, self.folder_id)?,
+            top_message: get_at(row, self.top_message)?,
+            top_message_date: get_at(row, self.top_message_date)?,
+            read_inbox_max_id: get_at(row, self.read_inbox_max_id)?,
+            read_outbox_max_id: get_at(row, self.read_outbox_max_id)?,
+            unread_count: get_at(row, self.unread_count)?,
+            unread_mark: get_at(row, self.unread_mark)?,
+            pinned: get_at(row, self.pinned)?,
+            notify: json_at::<PeerNotify>(row, self.notify)?.unwrap_or_default(),
+        })
+    }
 }
 
 pub(crate) fn user(row: &PgRow) -> Result<UserRecord, StoreError> {
@@ -156,52 +278,99 @@ pub(crate) fn user_photo(raw: Option<serde_json::Value>) -> Result<Option<UserPh
     Ok(Some(UserPhoto { id, stripped }))
 }
 
+/// Where a result's [`LOG_COLUMNS`] are: looked up by name once per result, as [`BoxColumns`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogColumns {
+    user_id: usize,
+    pts: usize,
+    pts_count: usize,
+    kind: usize,
+    payload_version: usize,
+    payload_text: usize,
+    auth_key_id: usize,
+    session_id: usize,
+    date: usize,
+}
+
+impl LogColumns {
+    pub(crate) fn find(row: &PgRow) -> Result<Self, StoreError> {
+        let at = |c: &str| position(row, c);
+        Ok(Self {
+            user_id: at("user_id")?,
+            pts: at("pts")?,
+            pts_count: at("pts_count")?,
+            kind: at("kind")?,
+            payload_version: at("payload_version")?,
+            payload_text: at("payload_text")?,
+            auth_key_id: at("auth_key_id")?,
+            session_id: at("session_id")?,
+            date: at("date")?,
+        })
+    }
+
+    /// Whether `row` holds an event (a LEFT JOIN leaves the columns NULL where it has none).
+    pub(crate) fn present(&self, row: &PgRow) -> Result<bool, StoreError> {
+        Ok(get_at::<Option<i32>>(row, self.pts)?.is_some())
+    }
+
+    /// The row's event, or why it cannot be read. Only a row whose position itself is
+    /// unreadable fails.
+    pub(crate) fn read(&self, row: &PgRow) -> Result<LogEntry, StoreError> {
+        let user = user_id(get_at(row, self.user_id)?, "user_update_events.user_id")?;
+        let at = pts(get_at(row, self.pts)?)?;
+        let pts_count: i32 = get_at(row, self.pts_count)?;
+        let kind: &str = get_at(row, self.kind)?;
+        let version: i16 = get_at(row, self.payload_version)?;
+        let text: &str = get_at(row, self.payload_text)?;
+        let undecodable = |reason: String| {
+            LogEntry::Undecodable(UndecodableEvent {
+                user_id: user,
+                pts: at,
+                pts_count,
+                kind: kind.to_string(),
+                reason,
+            })
+        };
+        // Read straight from the text into the event's type (no JSON tree per event of a page).
+        let event = match UserEvent::decode_text(kind, version, text) {
+            Ok(event) => event,
+            Err(EventDecodeError::Payload { source, .. })
+                if source.is_syntax() || source.is_eof() =>
+            {
+                return Ok(undecodable(format!(
+                    "payload is not readable JSON: {source}"
+                )))
+            }
+            Err(e) => return Ok(undecodable(e.to_string())),
+        };
+        let date: i64 = get_at(row, self.date)?;
+        Ok(LogEntry::Event(StoredEvent {
+            user_id: user,
+            pts: at,
+            pts_count,
+            event,
+            origin: Origin {
+                auth_key_id: AuthKeyId(get_at(row, self.auth_key_id)?),
+                session_id: SessionId(get_at(row, self.session_id)?),
+            },
+            date: i32::try_from(date).unwrap_or(i32::MAX),
+        }))
+    }
+}
+
 /// [`EVENT_COLUMNS`] with the payload as text: a payload serde_json cannot read (too deep) then
-/// fails only its own row, in [`log_entry`], not the driver's decoding of the result.
+/// fails only its own row, in [`LogColumns::read`], not the driver's decoding of the result.
 pub(crate) const LOG_COLUMNS: &str =
     "user_id, pts, pts_count, kind, payload_version, payload::text AS payload_text, auth_key_id, \
      session_id, floor(extract(epoch FROM committed_at))::bigint AS date";
 
-/// One row of [`LOG_COLUMNS`]: the event, or why it cannot be read. Only a row whose position
-/// itself is unreadable fails.
-pub(crate) fn log_entry(row: &PgRow) -> Result<LogEntry, StoreError> {
-    let user = user_id(get(row, "user_id")?, "user_update_events.user_id")?;
-    let at = pts(get(row, "pts")?)?;
-    let pts_count: i32 = get(row, "pts_count")?;
-    let kind: String = get(row, "kind")?;
-    let version: i16 = get(row, "payload_version")?;
-    let text: String = get(row, "payload_text")?;
-    let undecodable = |reason: String| {
-        LogEntry::Undecodable(UndecodableEvent {
-            user_id: user,
-            pts: at,
-            pts_count,
-            kind: kind.clone(),
-            reason,
-        })
+/// Every row of a result of [`LOG_COLUMNS`], in order.
+pub(crate) fn log_entries(rows: &[PgRow]) -> Result<Vec<LogEntry>, StoreError> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
     };
-    // Read straight from the text into the event's type (no JSON tree per event of a page).
-    let event = match UserEvent::decode_text(&kind, version, &text) {
-        Ok(event) => event,
-        Err(EventDecodeError::Payload { source, .. }) if source.is_syntax() || source.is_eof() => {
-            return Ok(undecodable(format!(
-                "payload is not readable JSON: {source}"
-            )))
-        }
-        Err(e) => return Ok(undecodable(e.to_string())),
-    };
-    let date: i64 = get(row, "date")?;
-    Ok(LogEntry::Event(StoredEvent {
-        user_id: user,
-        pts: at,
-        pts_count,
-        event,
-        origin: Origin {
-            auth_key_id: AuthKeyId(get(row, "auth_key_id")?),
-            session_id: SessionId(get(row, "session_id")?),
-        },
-        date: i32::try_from(date).unwrap_or(i32::MAX),
-    }))
+    let at = LogColumns::find(first)?;
+    rows.iter().map(|row| at.read(row)).collect()
 }
 
 pub(crate) fn stored_event(row: &PgRow) -> Result<StoredEvent, StoreError> {

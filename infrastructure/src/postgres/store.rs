@@ -19,8 +19,8 @@ use crate::postgres::profile_photos;
 use crate::postgres::queries::{like_contains, messages_by_ids};
 use crate::postgres::read_pool::ReadPool;
 use crate::postgres::rows::{
-    self, dialog, get, log_entry, owner_message, owner_message_at, user, BOX_COLUMNS,
-    DIALOG_COLUMNS, LOG_COLUMNS, USER_COLUMNS,
+    self, get, user, BoxColumns, DialogColumns, LogColumns, BOX_COLUMNS, DIALOG_COLUMNS,
+    LOG_COLUMNS, USER_COLUMNS,
 };
 use crate::postgres::write_tx::PgWriteTx;
 
@@ -101,7 +101,7 @@ impl Bounds {
 }
 
 fn to_messages(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<OwnerMessage>, StoreError> {
-    rows.iter().map(owner_message).collect()
+    rows::owner_messages(rows)
 }
 
 /// The head of a getHistory answer as SQL over `$1` (owner) and `$2` (peer): whether the peer's
@@ -116,6 +116,8 @@ const STATE_HEAD: &str = "SELECT COALESCE((SELECT pts FROM user_sequences WHERE 
 /// The statements of the hot reads, public so that the bench's pgbench baseline
 /// (bench/src/readsql.rs) runs exactly the text the server runs.
 pub mod statements {
+    use std::sync::LazyLock;
+
     use super::{HISTORY_HEAD, STATE_HEAD};
     use crate::postgres::rows::{box_columns_as, BOX_COLUMNS, DIALOG_COLUMNS, LOG_COLUMNS};
 
@@ -131,27 +133,43 @@ pub mod statements {
          WHERE u.id = ANY($2)";
 
     /// `$1` owner, `$2` peer, `$3` below this box id, `$4` above this one, `$5` skip, `$6` limit.
-    pub fn history_page() -> String {
-        format!(
+    pub fn history_page() -> &'static str {
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
             "SELECT h.peer_exists, h.total, b.* FROM ({HISTORY_HEAD}) h \
              LEFT JOIN LATERAL (SELECT {BOX_COLUMNS} FROM message_boxes \
                WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND box_id < $3 AND box_id > $4 \
                ORDER BY box_id DESC OFFSET $5 LIMIT $6) b ON h.peer_exists"
         )
+        });
+        &SQL
     }
 
     /// `$1` owner, `$2` after this pts, `$3` limit.
-    pub fn difference() -> String {
-        format!(
-            "SELECT h.head_pts, h.head_unread, e.* FROM ({STATE_HEAD}) h \
+    pub fn difference() -> &'static str {
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "SELECT h.head_pts, h.head_unread, e.* FROM ({STATE_HEAD}) h \
              LEFT JOIN LATERAL (SELECT {LOG_COLUMNS} FROM user_update_events \
                WHERE user_id = $1 AND pts > $2 ORDER BY pts LIMIT $3) e ON h.head_pts > $2"
-        )
+            )
+        });
+        &SQL
     }
 
     /// `$1` owner, `$2` folder, `$3` limit, `$4` room for the pins, `$5`..`$7` the cursor (used
     /// only when `cursor`).
-    pub fn dialog_list(cursor: bool) -> String {
+    pub fn dialog_list(cursor: bool) -> &'static str {
+        static AFTER: LazyLock<String> = LazyLock::new(|| dialog_list_sql(true));
+        static FIRST: LazyLock<String> = LazyLock::new(|| dialog_list_sql(false));
+        if cursor {
+            &AFTER
+        } else {
+            &FIRST
+        }
+    }
+
+    fn dialog_list_sql(cursor: bool) -> String {
         const ORDER: &str = "top_message_date DESC, top_message DESC, peer_user_id DESC";
         let after = if cursor {
             "AND (top_message_date, top_message, peer_user_id) < ($5, $6, $7)"
@@ -177,7 +195,7 @@ pub mod statements {
     }
 
     /// `$1` owner, `$2` box ids (int[]).
-    pub fn messages_by_ids() -> String {
+    pub fn messages_by_ids() -> &'static str {
         crate::postgres::queries::messages_by_ids_sql()
     }
 }
@@ -282,7 +300,7 @@ impl Store for PgStore {
         // message_boxes_history as in `history`.
         let b = Bounds::new((w.offset_id > 0).then(|| i64::from(w.offset_id)), w);
         let mut conn = self.read.get().await?;
-        let rows = sqlx::query(&statements::history_page())
+        let rows = sqlx::query(statements::history_page())
             .bind(owner.get())
             .bind(peer.get())
             .bind(b.older_below())
@@ -295,10 +313,11 @@ impl Store for PgStore {
         let Some(first) = rows.first() else {
             return Err(StoreError::Bug("history head answered no row".into()));
         };
+        let at = BoxColumns::find(first, "")?;
         let mut messages = Vec::with_capacity(rows.len());
         for row in &rows {
-            if get::<Option<i32>>(row, "box_id")?.is_some() {
-                messages.push(owner_message(row)?);
+            if at.present(row)? {
+                messages.push(at.read(row)?);
             }
         }
         Ok(HistoryPage {
@@ -326,7 +345,7 @@ impl Store for PgStore {
         limit: i64,
     ) -> Result<(AccountState, Vec<LogEntry>), StoreError> {
         let mut conn = self.read.get().await?;
-        let rows = sqlx::query(&statements::difference())
+        let rows = sqlx::query(statements::difference())
             .bind(owner.get())
             .bind(after.get())
             .bind(limit.max(0))
@@ -337,10 +356,11 @@ impl Store for PgStore {
             return Err(StoreError::Bug("state head answered no row".into()));
         };
         let state = account_state_of(first)?;
+        let at = LogColumns::find(first)?;
         let mut entries = Vec::with_capacity(rows.len());
         for row in &rows {
-            if get::<Option<i32>>(row, "pts")?.is_some() {
-                entries.push(log_entry(row)?);
+            if at.present(row)? {
+                entries.push(at.read(row)?);
             }
         }
         Ok((state, entries))
@@ -362,7 +382,7 @@ impl Store for PgStore {
             peer_id: 0,
         });
         let mut conn = self.read.get().await?;
-        let rows = sqlx::query(&statements::dialog_list(cursor.is_some()))
+        let rows = sqlx::query(statements::dialog_list(cursor.is_some()))
             .bind(owner.get())
             .bind(folder_id)
             .bind(i64::from(limit.max(0)))
@@ -379,19 +399,26 @@ impl Store for PgStore {
             count: 0,
             top_messages: Vec::new(),
         };
+        let Some(first) = rows.first() else {
+            return Err(StoreError::Bug("dialog list answered no row".into()));
+        };
+        let (dialog_at, top_at) = (
+            DialogColumns::find(first)?,
+            BoxColumns::find(first, "top_")?,
+        );
         for row in &rows {
             list.count = get(row, "total")?;
             let Some(part) = get::<Option<i32>>(row, "part")? else {
                 continue;
             };
-            let d = dialog(row)?;
-            if get::<Option<i32>>(row, "top_box_id")?.is_some()
+            let d = dialog_at.read(row)?;
+            if top_at.present(row)?
                 && !list
                     .top_messages
                     .iter()
                     .any(|m| m.id.get() == d.top_message)
             {
-                list.top_messages.push(owner_message_at(row, "top_")?);
+                list.top_messages.push(top_at.read(row)?);
             }
             if part == 0 {
                 list.pinned.push(d);
@@ -473,7 +500,7 @@ impl Store for PgStore {
             .await
             .map_err(|e| conn.failed(e))?,
         };
-        rows.iter().map(dialog).collect()
+        rows::dialogs(&rows)
     }
 
     async fn dialogs_count(&self, owner: UserId, folder_id: i16) -> Result<i64, StoreError> {
@@ -524,8 +551,7 @@ impl Store for PgStore {
         .await
         .map_err(|e| conn.failed(e))?;
         let mut found: HashMap<UserId, DialogRecord> = HashMap::with_capacity(rows.len());
-        for row in &rows {
-            let d = dialog(row)?;
+        for d in rows::dialogs(&rows)? {
             found.insert(d.peer_id, d);
         }
         Ok(peers.iter().filter_map(|p| found.remove(p)).collect())
@@ -753,7 +779,7 @@ impl Store for PgStore {
         .fetch_all(&mut *conn)
         .await
         .map_err(|e| conn.failed(e))?;
-        rows.iter().map(log_entry).collect()
+        rows::log_entries(&rows)
     }
 
     // user_update_events_outbox_read: the expressions must stay exactly those of the partial index.
@@ -829,7 +855,7 @@ impl Store for PgStore {
         .fetch_all(&mut *conn)
         .await
         .map_err(|e| conn.failed(e))?;
-        rows.iter().map(dialog).collect()
+        rows::dialogs(&rows)
     }
 
     // The owner's partition of dialogs; a dialog filter is applied to the whole list.
@@ -843,7 +869,7 @@ impl Store for PgStore {
         .fetch_all(&mut *conn)
         .await
         .map_err(|e| conn.failed(e))?;
-        rows.iter().map(dialog).collect()
+        rows::dialogs(&rows)
     }
 
     // dialogs_unread_mark: (user_id) WHERE unread_mark.
