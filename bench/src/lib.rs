@@ -6,6 +6,7 @@
 pub mod checks;
 pub mod cpu;
 pub mod explain;
+pub mod http_load;
 pub mod live;
 pub mod loader;
 pub mod media;
@@ -1118,15 +1119,17 @@ async fn http_reads(
                 .build();
             let outcome = rt.map_err(anyhow::Error::from).and_then(|rt| {
                 rt.block_on(async move {
-                    let client = reqwest::Client::builder()
-                        .pool_max_idle_per_host(c)
-                        .tcp_nodelay(true)
-                        .build()?;
+                    // One keep-alive connection per worker, opened at its first call.
+                    let conns: Arc<Vec<tokio::sync::Mutex<Option<http_load::HttpConn>>>> =
+                        Arc::new((0..c.max(1)).map(|_| tokio::sync::Mutex::new(None)).collect());
                     let n = work.users.len();
+                    let path = format!("/v1/rpc/{}", op.method());
                     let call = {
-                        let (work, client, base) = (work.clone(), client.clone(), base.clone());
-                        move |_| {
-                            let (work, client, base) = (work.clone(), client.clone(), base.clone());
+                        let (work, conns, base, path) =
+                            (work.clone(), conns.clone(), base.clone(), path.clone());
+                        move |worker: usize| {
+                            let (work, conns, base, path) =
+                                (work.clone(), conns.clone(), base.clone(), path.clone());
                             async move {
                                 let (u, f, first) = {
                                     let mut rng = rand::thread_rng();
@@ -1138,16 +1141,29 @@ async fn http_reads(
                                     )
                                 };
                                 let peer = work.peer_json_of(u, readsql::friend(u, f, n));
-                                let body = readsql::body(op, peer, first);
-                                workload::http_call_expecting(
-                                    &client,
-                                    &base,
-                                    &work.users[u].token,
-                                    op.method(),
-                                    &body,
-                                    mtproto_load::expected_answers(op),
-                                )
-                                .await
+                                let body = serde_json::to_vec(&readsql::body(op, peer, first))
+                                    .map_err(|e| e.to_string())?;
+                                let mut slot = conns[worker].lock().await;
+                                let conn = match &mut *slot {
+                                    Some(conn) => conn,
+                                    empty => empty.insert(http_load::HttpConn::connect(&base).await?),
+                                };
+                                let outcome = conn
+                                    .post_json(&path, &work.users[u].token, &body)
+                                    .await
+                                    .and_then(|a| {
+                                        workload::check_answer(
+                                            op.method(),
+                                            a.status,
+                                            a.body,
+                                            mtproto_load::expected_answers(op),
+                                        )
+                                    });
+                                if outcome.is_err() {
+                                    // A connection that failed mid-answer is not reused.
+                                    *slot = None;
+                                }
+                                outcome
                             }
                         }
                     };

@@ -379,7 +379,18 @@ pub async fn http_call_expecting(
     expect: &[&str],
 ) -> Result<(), String> {
     let bytes = rpc_answer(client, base, token, method, body).await?;
-    match answer_type(bytes.as_ref()) {
+    check_answer(method, 200, bytes.as_ref(), expect)
+}
+
+/// Ok when the answer is a 200 of one of the `expect`ed TL types.
+pub fn check_answer(method: &str, status: u16, body: &[u8], expect: &[&str]) -> Result<(), String> {
+    if status != 200 {
+        return Err(format!(
+            "{method}: HTTP {status}: {}",
+            String::from_utf8_lossy(body)
+        ));
+    }
+    match answer_type(body) {
         Some(t) if expect.contains(&t) => Ok(()),
         other => Err(format!("{method}: unexpected answer {other:?}")),
     }
