@@ -155,7 +155,8 @@ mod tests {
 
     #[test]
     fn a_head_gives_its_status_and_length() {
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nContent-Length: 42\r\n\r\n";
+        let head =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nContent-Length: 42\r\n\r\n";
         assert_eq!(parse_head(head).unwrap(), (200, 42));
         let refused = "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n";
         assert_eq!(parse_head(refused).unwrap(), (400, 0));

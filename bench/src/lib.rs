@@ -1120,8 +1120,11 @@ async fn http_reads(
             let outcome = rt.map_err(anyhow::Error::from).and_then(|rt| {
                 rt.block_on(async move {
                     // One keep-alive connection per worker, opened at its first call.
-                    let conns: Arc<Vec<tokio::sync::Mutex<Option<http_load::HttpConn>>>> =
-                        Arc::new((0..c.max(1)).map(|_| tokio::sync::Mutex::new(None)).collect());
+                    let conns: Arc<Vec<tokio::sync::Mutex<Option<http_load::HttpConn>>>> = Arc::new(
+                        (0..c.max(1))
+                            .map(|_| tokio::sync::Mutex::new(None))
+                            .collect(),
+                    );
                     let n = work.users.len();
                     let path = format!("/v1/rpc/{}", op.method());
                     let call = {
@@ -1146,7 +1149,9 @@ async fn http_reads(
                                 let mut slot = conns[worker].lock().await;
                                 let conn = match &mut *slot {
                                     Some(conn) => conn,
-                                    empty => empty.insert(http_load::HttpConn::connect(&base).await?),
+                                    empty => {
+                                        empty.insert(http_load::HttpConn::connect(&base).await?)
+                                    }
                                 };
                                 let outcome = conn
                                     .post_json(&path, &work.users[u].token, &body)

@@ -61,11 +61,7 @@ pub(crate) fn owner_message(row: &PgRow) -> Result<OwnerMessage, StoreError> {
 
 /// Every row of a result of [`BOX_COLUMNS`], in order.
 pub(crate) fn owner_messages(rows: &[PgRow]) -> Result<Vec<OwnerMessage>, StoreError> {
-    let Some(first) = rows.first() else {
-        return Ok(Vec::new());
-    };
-    let at = BoxColumns::find(first, "")?;
-    rows.iter().map(|row| at.read(row)).collect()
+    read_all(rows, BoxColumns::find, BoxColumns::read)
 }
 
 /// [`BOX_COLUMNS`] of `alias`, each renamed `<prefix><column>`: a message read beside other rows
@@ -103,6 +99,40 @@ fn json_at<T: serde::de::DeserializeOwned>(row: &PgRow, i: usize) -> Result<Opti
     Ok(get_at::<Option<sqlx::types::Json<T>>>(row, i)?.map(|j| j.0))
 }
 
+/// Declares a struct of column positions, one `usize` field per column, and its `find`: the
+/// positions in `row`'s result of the columns named `<prefix><field>`, looked up once per
+/// result so that every row is then read by position.
+macro_rules! column_positions {
+    ($(#[$doc:meta])* $name:ident { $($field:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub(crate) struct $name {
+            $($field: usize,)+
+        }
+
+        impl $name {
+            pub(crate) fn find(row: &PgRow, prefix: &str) -> Result<Self, StoreError> {
+                Ok(Self {
+                    $($field: position(row, &format!("{prefix}{}", stringify!($field)))?,)+
+                })
+            }
+        }
+    };
+}
+
+/// Every row of a result, read by the column positions `find` takes from its first row.
+fn read_all<C, T>(
+    rows: &[PgRow],
+    find: impl Fn(&PgRow, &str) -> Result<C, StoreError>,
+    read: impl Fn(&C, &PgRow) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let at = find(first, "")?;
+    rows.iter().map(|row| read(&at, row)).collect()
+}
+
 /// Stored entities as [`domain::entities::stored_entities`] reads them (one today's type cannot
 /// read is left out, as in an event's payload).
 #[derive(serde::Deserialize)]
@@ -111,63 +141,24 @@ struct StoredEntities(
     Vec<domain::message_entity::MessageEntity>,
 );
 
-/// Where a result's [`BOX_COLUMNS`] are: looked up by name once per result, then read by position
-/// for every row (by name, a 50-message page looked 850 names up in a hash map).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BoxColumns {
-    box_id: usize,
-    message_id: usize,
-    peer_user_id: usize,
-    sender_user_id: usize,
-    outgoing: usize,
-    random_id: usize,
-    date: usize,
-    text: usize,
-    entities: usize,
-    silent: usize,
-    noforwards: usize,
-    reply_to: usize,
-    fwd_from: usize,
-    media_unread: usize,
-    edit_date: usize,
-    media: usize,
-    grouped_id: usize,
+column_positions! {
+    /// Where a result's [`BOX_COLUMNS`] are: looked up by name once per result, then read by
+    /// position for every row (by name, a 50-message page looked 850 names up in a hash map).
+    BoxColumns {
+        box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, text,
+        entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, media,
+        grouped_id,
+    }
 }
 
 impl BoxColumns {
-    /// The columns of `row`'s result, each named `<prefix><column>` ([`box_columns_as`]).
-    pub(crate) fn find(row: &PgRow, prefix: &str) -> Result<Self, StoreError> {
-        let at = |c: &str| position(row, &format!("{prefix}{c}"));
-        Ok(Self {
-            box_id: at("box_id")?,
-            message_id: at("message_id")?,
-            peer_user_id: at("peer_user_id")?,
-            sender_user_id: at("sender_user_id")?,
-            outgoing: at("outgoing")?,
-            random_id: at("random_id")?,
-            date: at("date")?,
-            text: at("text")?,
-            entities: at("entities")?,
-            silent: at("silent")?,
-            noforwards: at("noforwards")?,
-            reply_to: at("reply_to")?,
-            fwd_from: at("fwd_from")?,
-            media_unread: at("media_unread")?,
-            edit_date: at("edit_date")?,
-            media: at("media")?,
-            grouped_id: at("grouped_id")?,
-        })
-    }
-
     /// Whether `row` holds a message (a LEFT JOIN leaves the columns NULL where it has none).
     pub(crate) fn present(&self, row: &PgRow) -> Result<bool, StoreError> {
         Ok(get_at::<Option<i32>>(row, self.box_id)?.is_some())
     }
 
     pub(crate) fn read(&self, row: &PgRow) -> Result<OwnerMessage, StoreError> {
-        let entities = get_at::<sqlx::types::Json<StoredEntities>>(row, self.entities)?
-            .0
-             .0;
+        let sqlx::types::Json(StoredEntities(entities)) = get_at(row, self.entities)?;
         Ok(OwnerMessage {
             id: box_id(get_at(row, self.box_id)?, "box_id")?,
             message_id: MessageId(get_at(row, self.message_id)?),
@@ -191,50 +182,23 @@ impl BoxColumns {
 }
 
 pub(crate) fn dialog(row: &PgRow) -> Result<DialogRecord, StoreError> {
-    DialogColumns::find(row)?.read(row)
+    DialogColumns::find(row, "")?.read(row)
 }
 
 /// Every row of a result of [`DIALOG_COLUMNS`], in order.
 pub(crate) fn dialogs(rows: &[PgRow]) -> Result<Vec<DialogRecord>, StoreError> {
-    let Some(first) = rows.first() else {
-        return Ok(Vec::new());
-    };
-    let at = DialogColumns::find(first)?;
-    rows.iter().map(|row| at.read(row)).collect()
+    read_all(rows, DialogColumns::find, DialogColumns::read)
 }
 
-/// Where a result's [`DIALOG_COLUMNS`] are: looked up by name once per result, as [`BoxColumns`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct DialogColumns {
-    peer_user_id: usize,
-    folder_id: usize,
-    top_message: usize,
-    top_message_date: usize,
-    read_inbox_max_id: usize,
-    read_outbox_max_id: usize,
-    unread_count: usize,
-    unread_mark: usize,
-    pinned: usize,
-    notify: usize,
+column_positions! {
+    /// Where a result's [`DIALOG_COLUMNS`] are.
+    DialogColumns {
+        peer_user_id, folder_id, top_message, top_message_date, read_inbox_max_id,
+        read_outbox_max_id, unread_count, unread_mark, pinned, notify,
+    }
 }
 
 impl DialogColumns {
-    pub(crate) fn find(row: &PgRow) -> Result<Self, StoreError> {
-        let at = |c: &str| position(row, c);
-        Ok(Self {
-            peer_user_id: at("peer_user_id")?,
-            folder_id: at("folder_id")?,
-            top_message: at("top_message")?,
-            top_message_date: at("top_message_date")?,
-            read_inbox_max_id: at("read_inbox_max_id")?,
-            read_outbox_max_id: at("read_outbox_max_id")?,
-            unread_count: at("unread_count")?,
-            unread_mark: at("unread_mark")?,
-            pinned: at("pinned")?,
-            notify: at("notify")?,
-        })
-    }
-
     pub(crate) fn read(&self, row: &PgRow) -> Result<DialogRecord, StoreError> {
         Ok(DialogRecord {
             peer_id: user_id(get_at(row, self.peer_user_id)?, "peer_user_id")?,
@@ -278,36 +242,15 @@ pub(crate) fn user_photo(raw: Option<serde_json::Value>) -> Result<Option<UserPh
     Ok(Some(UserPhoto { id, stripped }))
 }
 
-/// Where a result's [`LOG_COLUMNS`] are: looked up by name once per result, as [`BoxColumns`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LogColumns {
-    user_id: usize,
-    pts: usize,
-    pts_count: usize,
-    kind: usize,
-    payload_version: usize,
-    payload_text: usize,
-    auth_key_id: usize,
-    session_id: usize,
-    date: usize,
+column_positions! {
+    /// Where a result's [`LOG_COLUMNS`] are.
+    LogColumns {
+        user_id, pts, pts_count, kind, payload_version, payload_text, auth_key_id, session_id,
+        date,
+    }
 }
 
 impl LogColumns {
-    pub(crate) fn find(row: &PgRow) -> Result<Self, StoreError> {
-        let at = |c: &str| position(row, c);
-        Ok(Self {
-            user_id: at("user_id")?,
-            pts: at("pts")?,
-            pts_count: at("pts_count")?,
-            kind: at("kind")?,
-            payload_version: at("payload_version")?,
-            payload_text: at("payload_text")?,
-            auth_key_id: at("auth_key_id")?,
-            session_id: at("session_id")?,
-            date: at("date")?,
-        })
-    }
-
     /// Whether `row` holds an event (a LEFT JOIN leaves the columns NULL where it has none).
     pub(crate) fn present(&self, row: &PgRow) -> Result<bool, StoreError> {
         Ok(get_at::<Option<i32>>(row, self.pts)?.is_some())
@@ -366,11 +309,7 @@ pub(crate) const LOG_COLUMNS: &str =
 
 /// Every row of a result of [`LOG_COLUMNS`], in order.
 pub(crate) fn log_entries(rows: &[PgRow]) -> Result<Vec<LogEntry>, StoreError> {
-    let Some(first) = rows.first() else {
-        return Ok(Vec::new());
-    };
-    let at = LogColumns::find(first)?;
-    rows.iter().map(|row| at.read(row)).collect()
+    read_all(rows, LogColumns::find, LogColumns::read)
 }
 
 pub(crate) fn stored_event(row: &PgRow) -> Result<StoredEvent, StoreError> {

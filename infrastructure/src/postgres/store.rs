@@ -100,10 +100,6 @@ impl Bounds {
     }
 }
 
-fn to_messages(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<OwnerMessage>, StoreError> {
-    rows::owner_messages(rows)
-}
-
 /// The head of a getHistory answer as SQL over `$1` (owner) and `$2` (peer): whether the peer's
 /// account exists (users primary key) and the chat's message count (dialogs primary key).
 const HISTORY_HEAD: &str = "SELECT ($2 = $1 OR EXISTS (SELECT 1 FROM users WHERE id = $2)) AS peer_exists, \
@@ -356,7 +352,7 @@ impl Store for PgStore {
             return Err(StoreError::Bug("state head answered no row".into()));
         };
         let state = account_state_of(first)?;
-        let at = LogColumns::find(first)?;
+        let at = LogColumns::find(first, "")?;
         let mut entries = Vec::with_capacity(rows.len());
         for row in &rows {
             if at.present(row)? {
@@ -403,7 +399,7 @@ impl Store for PgStore {
             return Err(StoreError::Bug("dialog list answered no row".into()));
         };
         let (dialog_at, top_at) = (
-            DialogColumns::find(first)?,
+            DialogColumns::find(first, "")?,
             BoxColumns::find(first, "top_")?,
         );
         for row in &rows {
@@ -590,7 +586,7 @@ impl Store for PgStore {
             .fetch_all(&mut *conn)
             .await
             .map_err(|e| conn.failed(e))?;
-            page = to_messages(&rows)?;
+            page = rows::owner_messages(&rows)?;
             page.reverse();
         }
         if w.older_count() > 0 {
@@ -609,7 +605,7 @@ impl Store for PgStore {
             .fetch_all(&mut *conn)
             .await
             .map_err(|e| conn.failed(e))?;
-            page.extend(to_messages(&rows)?);
+            page.extend(rows::owner_messages(&rows)?);
         }
         Ok(page)
     }
@@ -699,7 +695,7 @@ impl Store for PgStore {
             .fetch_all(&mut *tx)
             .await
             .map_err(db_error)?;
-            page = to_messages(&rows)?;
+            page = rows::owner_messages(&rows)?;
             page.reverse();
         }
         if w.older_count() > 0 {
@@ -722,7 +718,7 @@ impl Store for PgStore {
             .fetch_all(&mut *tx)
             .await
             .map_err(db_error)?;
-            page.extend(to_messages(&rows)?);
+            page.extend(rows::owner_messages(&rows)?);
         }
         let count: i64 = sqlx::query_scalar(&format!(
             "SELECT count(*) FROM message_boxes WHERE {match_sql}"
