@@ -364,6 +364,14 @@ pub enum SendPreflight {
     New(SendChecks),
 }
 
+/// Which send a [`WriteTx::prefetch_send_preflights`] answer is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PreflightKey {
+    pub sender: UserId,
+    pub peer: UserId,
+    pub random_id: i64,
+}
+
 /// The blocks both ways between a sender and its peer (both false for Saved Messages), and
 /// whether the peer has the chat archived and not muted at the send's date (so a message it
 /// receives moves the chat back to its main list).
@@ -455,6 +463,19 @@ pub trait WriteTx: Send {
             peer_blocked_sender: self.is_blocked(peer, sender).await?,
             peer_archived_unmuted: self.archived_unmuted(peer, sender, now).await?,
         }))
+    }
+    /// Asks the reads of several sends' [`WriteTx::send_preflight`] at once, after their accounts
+    /// are locked and before they run: group commit's one round trip for a whole batch instead of
+    /// one per send. A later `send_preflight` of one of these sends is answered from it, unless
+    /// an event appended since to one of that send's accounts may have changed the answer (an
+    /// earlier send of the batch with the same random_id, or one that moved the chat out of the
+    /// archive): that one asks again. This default prefetches nothing.
+    async fn prefetch_send_preflights(
+        &mut self,
+        _sends: &[PreflightKey],
+        _now: i32,
+    ) -> Result<(), StoreError> {
+        Ok(())
     }
     /// Whether the owner's dialog with `peer` is in the archive and not muted at `now`.
     async fn archived_unmuted(

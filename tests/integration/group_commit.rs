@@ -542,3 +542,81 @@ async fn a_send_run_alone_keeps_its_accounts_from_later_batches_until_it_ends() 
     assert_projections_match_the_log(&s).await;
     s.stop().await;
 }
+
+/// A batch reads every send's preflight (random_id lookup, blocks, archive) in one statement
+/// before its sends run; an answer an earlier send of the batch changed is asked again: the
+/// second of two sends to a recipient who archived the chat does not move it out of the archive
+/// a second time, and a retry of a send edited since still answers the first send.
+#[tokio::test]
+async fn prefetched_preflights_are_asked_again_once_an_earlier_send_changed_them() {
+    let s = TestServer::start_with(batching(32, Duration::ZERO, 1)).await;
+    let (alice, bob, _carol, to_bob, _to_carol) = three(&s).await;
+    let dave = s.login(DAVE, "Dave").await;
+    let bob_to_alice = bob.peer_of(ALICE).await;
+    alice.send(&to_bob, "hello").await;
+    // A send edited since: its retry answers the send as it was first committed.
+    let edited_rid = rid();
+    let first = alice
+        .rpc(
+            "messages.sendMessage",
+            send_params(&to_bob, "before", edited_rid),
+        )
+        .await;
+    alice
+        .rpc(
+            "messages.editMessage",
+            json!({"peer": to_bob, "id": first["id"], "message": "after"}),
+        )
+        .await;
+    // Bob archives the chat (a message from Alice would bring it back).
+    bob.rpc(
+        "folders.editPeerFolders",
+        json!({"folder_peers": [{"_": "inputFolderPeer", "peer": bob_to_alice, "folder_id": 1}]}),
+    )
+    .await;
+    let folder_events = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM user_update_events WHERE user_id = $1 AND kind = 'folder_peers'",
+        )
+        .bind(bob.user_id)
+        .fetch_one(&s.pool)
+        .await
+        .unwrap()
+    };
+    assert_eq!(folder_events().await, 1);
+
+    let (hold, blocker) = hold_the_committer(&s, &dave).await;
+    let queue: Vec<(&Device, Value)> = vec![
+        (&alice, send_params(&to_bob, "before", edited_rid)),
+        (&alice, send_params(&to_bob, "x1", rid())),
+        (&alice, send_params(&to_bob, "x2", rid())),
+    ];
+    let answers = run_queued(&s, queue, hold, blocker).await;
+    let ok = |n: usize| answered(&answers, n);
+    assert_eq!(ok(0)["id"], first["id"]);
+    assert_eq!(ok(0)["pts"], first["pts"]);
+    assert_eq!(ok(2)["pts"].as_i64(), ok(1)["pts"].as_i64().map(|p| p + 1));
+    // Out of the archive once, by x1; x2 found it out already.
+    assert_eq!(folder_events().await, 2);
+    let folder: i16 = sqlx::query_scalar(
+        "SELECT folder_id FROM dialogs WHERE user_id = $1 AND peer_user_id = $2",
+    )
+    .bind(bob.user_id)
+    .bind(alice.user_id)
+    .fetch_one(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(folder, 0);
+    // x1 and x2 committed together (the hold's send before them, alone).
+    let txs: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT xmin::text FROM user_update_events \
+         WHERE kind = 'new_message' AND payload->'message'->>'text' IN ('x1', 'x2')",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(txs.len(), 1, "one transaction for the batch: {txs:?}");
+    assert_logs_dense(&s).await;
+    assert_projections_match_the_log(&s).await;
+    s.stop().await;
+}

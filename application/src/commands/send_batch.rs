@@ -28,8 +28,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::send_message::{send_alone, send_locked, PreparedSend};
 use super::send_queue::{Accounts, SendQueue};
+use crate::clock::unix_now;
 use crate::error::AppError;
-use crate::ports::{Store, StoreError, WriteTx};
+use crate::ports::{PreflightKey, Store, StoreError, WriteTx};
 use crate::tl::Updates;
 
 /// Whether sends are batched unless configured otherwise (`PTSLOG_SEND_BATCH_MAX`; 0 turns it
@@ -396,6 +397,18 @@ async fn run_batch(
     let mut careful = false;
     loop {
         let skip = culprit.as_ref().map(|(i, _)| *i);
+        // Every send's reads in one round trip, not one each while the others wait.
+        let keys: Vec<PreflightKey> = batch
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .map(|(_, q)| PreflightKey {
+                sender: q.send.sender,
+                peer: q.send.peer_id,
+                random_id: q.send.random_id,
+            })
+            .collect();
+        tx.prefetch_send_preflights(&keys, unix_now()).await?;
         let outcome = match run_sends(tx.as_mut(), batch, skip, careful).await {
             Ok(answers) => match tx.flush().await {
                 Ok(()) => Ok(answers),

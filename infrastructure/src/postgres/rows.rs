@@ -12,7 +12,8 @@ use domain::{AuthKeyId, BoxId, MessageId, Pts, SessionId, UserId};
 use sqlx::postgres::PgRow;
 use sqlx::{Column, Row};
 
-/// The columns [`owner_message`] reads, in SELECT-list form.
+/// The columns [`owner_message`] reads, in SELECT-list form (migration 0021's
+/// `ptslog_send_preflight` answers them too: a column added here is added there by a migration).
 pub(crate) const BOX_COLUMNS: &str =
     "box_id, message_id, peer_user_id, sender_user_id, outgoing, random_id, date, \
      text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, media, grouped_id";

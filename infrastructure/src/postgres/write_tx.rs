@@ -11,9 +11,10 @@
 //! committing rolls everything back.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 
 use application::ports::{
-    DialogRecord, Origin, SendChecks, SendPreflight, StoreError, StoredEvent, WriteTx,
+    DialogRecord, Origin, PreflightKey, SendChecks, SendPreflight, StoreError, StoredEvent, WriteTx,
 };
 use async_trait::async_trait;
 use domain::events::UserEvent;
@@ -60,8 +61,43 @@ pub struct PgWriteTx {
     unprojected: Vec<(UserId, Pts, UserEvent)>,
     /// A message id `send_preflight` fetched with its reads, for the send's `next_message_id`.
     prefetched_message_id: Option<MessageId>,
+    /// The answers of `prefetch_send_preflights` not yet used, each dropped as soon as an event
+    /// appended since may have changed it.
+    prefetched_preflights: HashMap<PreflightKey, Preflight>,
     /// What the in-memory state was at the last `mark` (None: no mark set).
     mark: Option<Mark>,
+}
+
+/// What a send's preflight row says (`send_preflight`, `prefetch_send_preflights`).
+#[derive(Debug)]
+enum Preflight {
+    /// A new send: its checks and its message id.
+    New(SendChecks, MessageId),
+    /// This random_id was used: the box as it is now, unedited, and its pts.
+    Retry(OwnerMessage, Pts),
+    /// This random_id was used and its box edited since: the first text comes from the log.
+    RetryEdited,
+}
+
+impl Preflight {
+    fn of_row(row: &sqlx::postgres::PgRow, self_chat: bool) -> Result<Self, StoreError> {
+        if rows::get::<Option<i32>>(row, "box_id")?.is_some() {
+            let found = owner_message(row)?;
+            if found.edit_date.is_some() {
+                return Ok(Preflight::RetryEdited);
+            }
+            return Ok(Preflight::Retry(found, rows::pts(rows::get(row, "pts")?)?));
+        }
+        Ok(Preflight::New(
+            SendChecks {
+                sender_blocked_peer: !self_chat && rows::get::<bool>(row, "sender_blocked_peer")?,
+                peer_blocked_sender: !self_chat && rows::get::<bool>(row, "peer_blocked_sender")?,
+                peer_archived_unmuted: !self_chat
+                    && rows::get::<bool>(row, "peer_archived_unmuted")?,
+            },
+            MessageId(rows::get(row, "next_message_id")?),
+        ))
+    }
 }
 
 /// The in-memory state before one send of a batch (`WriteTx::mark`).
@@ -71,7 +107,59 @@ struct Mark {
     events: usize,
 }
 
+/// The preflight statement over `sends`, a FROM item `k(sender, random_id, peer, ord)`: per send,
+/// in `ord` order, what `ptslog_send_preflight` (migration 0021) answers: its box's
+/// [`BOX_COLUMNS`] and `pts` (all null if none), the checks and a message id.
+fn preflight_sql(sends: &str, now: &str) -> String {
+    format!(
+        "SELECT p.* FROM {sends} \
+         CROSS JOIN LATERAL ptslog_send_preflight(k.sender, k.random_id, k.peer, {now}) p \
+         ORDER BY k.ord"
+    )
+}
+
 impl PgWriteTx {
+    /// A send's preflight answer as `send_preflight` gives it; a new send's message id is kept
+    /// for its `next_message_id`.
+    async fn answer_preflight(
+        &mut self,
+        answer: Preflight,
+        sender: UserId,
+        random_id: i64,
+    ) -> Result<SendPreflight, StoreError> {
+        match answer {
+            Preflight::New(checks, id) => {
+                self.prefetched_message_id = Some(id);
+                Ok(SendPreflight::New(checks))
+            }
+            Preflight::Retry(found, pts) => Ok(SendPreflight::Retry(found, pts)),
+            // Edited since: the message as first sent comes from its event (rare; a second trip).
+            Preflight::RetryEdited => match self.find_by_random_id(sender, random_id).await? {
+                Some((first, pts)) => Ok(SendPreflight::Retry(first, pts)),
+                None => Err(StoreError::Bug(format!(
+                    "the box of random_id {random_id} of user {sender} vanished"
+                ))),
+            },
+        }
+    }
+
+    /// Drops the prefetched preflights `event`, appended to `owner`'s log, may have changed: a new
+    /// message changes only the answer of a send of the same owner and random_id (a retry within
+    /// the batch); any other event (a move out of the archive, say) every answer about its owner.
+    fn forget_preflights_changed_by(&mut self, owner: UserId, event: &UserEvent) {
+        if self.prefetched_preflights.is_empty() {
+            return;
+        }
+        match event {
+            UserEvent::NewMessage(e) => self
+                .prefetched_preflights
+                .retain(|k, _| !(k.sender == owner && e.message.random_id == Some(k.random_id))),
+            _ => self
+                .prefetched_preflights
+                .retain(|k, _| k.sender != owner && k.peer != owner),
+        }
+    }
+
     pub async fn begin(pool: &PgPool) -> Result<Self, StoreError> {
         let tx = pool.begin().await.map_err(db_error)?;
         Ok(Self {
@@ -81,6 +169,7 @@ impl PgWriteTx {
             events: Vec::new(),
             unprojected: Vec::new(),
             prefetched_message_id: None,
+            prefetched_preflights: HashMap::new(),
             mark: None,
         })
     }
@@ -288,15 +377,17 @@ impl WriteTx for PgWriteTx {
         .map_err(db_error)
     }
 
-    /// One round trip: the random_id lookup (message_boxes_random_id), both block checks (the
-    /// contact_blocks primary key) and the send's message id. The id is wasted when the send stops
-    /// here (a retry, a block); message ids only need to be unique.
+    /// One round trip (`ptslog_send_preflight`): the random_id lookup (message_boxes_random_id),
+    /// both block checks (the contact_blocks primary key), the archive check and the send's
+    /// message id; or none, when a batch's `prefetch_send_preflights` has the answer. The id is
+    /// wasted when the send stops here (a retry, a block); message ids only need to be unique.
     ///
     /// The new messages not yet projected are written first only if one of them is the sender's
     /// with this random_id (a retry within the same batch), which the lookup must find: nothing
     /// else this reads is changed by a new message (blocks are other events; a new message leaves
     /// a dialog's folder as it is and creates a missing one in the main list). So the sends of a
-    /// batch run their checks one after the other while their boxes wait to be written together.
+    /// batch are checked before any of them runs while their boxes wait to be written together;
+    /// `append` drops the prefetched answers an event may have changed.
     async fn send_preflight(
         &mut self,
         sender: UserId,
@@ -311,43 +402,76 @@ impl WriteTx for PgWriteTx {
         if retried_here {
             self.project_new_messages().await?;
         }
-        let row = sqlx::query(&format!(
-            "SELECT b.*, \
-               EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = $1 AND blocked_user_id = $3) AS sender_blocked_peer, \
-               EXISTS (SELECT 1 FROM contact_blocks WHERE owner_user_id = $3 AND blocked_user_id = $1) AS peer_blocked_sender, \
-               {} AS peer_archived_unmuted, \
-               nextval('private_message_ids') AS next_message_id \
-             FROM (SELECT 1) AS one LEFT JOIN LATERAL \
-               (SELECT {BOX_COLUMNS}, pts FROM message_boxes WHERE owner_user_id = $1 AND random_id = $2) b ON true",
-            archived_unmuted_sql("$3", "$1", "$4")
-        ))
-        .bind(sender.get())
-        .bind(random_id)
-        .bind(peer.get())
-        .bind(now)
-        .fetch_one(&mut *self.tx)
-        .await
-        .map_err(db_error)?;
-        if rows::get::<Option<i32>>(&row, "box_id")?.is_some() {
-            let (found, pts) = (owner_message(&row)?, rows::pts(rows::get(&row, "pts")?)?);
-            if found.edit_date.is_none() {
-                return Ok(SendPreflight::Retry(found, pts));
-            }
-            // Edited since: the message as first sent comes from its event (rare; a second trip).
-            return match self.find_by_random_id(sender, random_id).await? {
-                Some((first, pts)) => Ok(SendPreflight::Retry(first, pts)),
-                None => Err(StoreError::Bug(format!(
-                    "the box of random_id {random_id} of user {sender} vanished"
-                ))),
-            };
+        if let Some(answer) = self.prefetched_preflights.remove(&PreflightKey {
+            sender,
+            peer,
+            random_id,
+        }) {
+            return self.answer_preflight(answer, sender, random_id).await;
         }
-        self.prefetched_message_id = Some(MessageId(rows::get(&row, "next_message_id")?));
-        let self_chat = sender == peer;
-        Ok(SendPreflight::New(SendChecks {
-            sender_blocked_peer: !self_chat && rows::get::<bool>(&row, "sender_blocked_peer")?,
-            peer_blocked_sender: !self_chat && rows::get::<bool>(&row, "peer_blocked_sender")?,
-            peer_archived_unmuted: !self_chat && rows::get::<bool>(&row, "peer_archived_unmuted")?,
-        }))
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            preflight_sql(
+                "(SELECT $1::bigint AS sender, $2::bigint AS random_id, $3::bigint AS peer, 1::bigint AS ord) k",
+                "$4",
+            )
+        });
+        let row = sqlx::query(&SQL)
+            .bind(sender.get())
+            .bind(random_id)
+            .bind(peer.get())
+            .bind(now)
+            .fetch_one(&mut *self.tx)
+            .await
+            .map_err(db_error)?;
+        let answer = Preflight::of_row(&row, sender == peer)?;
+        self.answer_preflight(answer, sender, random_id).await
+    }
+
+    /// One round trip for a batch's sends, each row as `send_preflight`'s (same columns, so the
+    /// same reader), in the order asked.
+    async fn prefetch_send_preflights(
+        &mut self,
+        sends: &[PreflightKey],
+        now: i32,
+    ) -> Result<(), StoreError> {
+        let mut keys: Vec<PreflightKey> = Vec::with_capacity(sends.len());
+        for k in sends {
+            if !keys.contains(k) && !self.prefetched_preflights.contains_key(k) {
+                keys.push(*k);
+            }
+        }
+        if keys.is_empty() {
+            return Ok(());
+        }
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            preflight_sql(
+                "unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS k(sender, random_id, peer, ord)",
+                "$4",
+            )
+        });
+        let senders: Vec<i64> = keys.iter().map(|k| k.sender.get()).collect();
+        let random_ids: Vec<i64> = keys.iter().map(|k| k.random_id).collect();
+        let peers: Vec<i64> = keys.iter().map(|k| k.peer.get()).collect();
+        let rows = sqlx::query(&SQL)
+            .bind(&senders)
+            .bind(&random_ids)
+            .bind(&peers)
+            .bind(now)
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(db_error)?;
+        if rows.len() != keys.len() {
+            return Err(StoreError::Bug(format!(
+                "{} preflight rows for {} sends",
+                rows.len(),
+                keys.len()
+            )));
+        }
+        for (k, row) in keys.into_iter().zip(&rows) {
+            let answer = Preflight::of_row(row, k.sender == k.peer)?;
+            self.prefetched_preflights.insert(k, answer);
+        }
+        Ok(())
     }
 
     async fn dialog(
@@ -589,6 +713,7 @@ impl WriteTx for PgWriteTx {
             }
         }
         let (kind, version) = (event.kind(), event.version());
+        self.forget_preflights_changed_by(owner, &event);
         if matches!(event, UserEvent::NewMessage(_)) {
             // Projected with the others before the next read or other event, or at commit.
             self.unprojected.push((owner, pts, event));
