@@ -11,7 +11,6 @@
 //! committing rolls everything back.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::LazyLock;
 
 use application::ports::{
     DialogRecord, Origin, PreflightKey, SendChecks, SendPreflight, StoreError, StoredEvent, WriteTx,
@@ -105,17 +104,6 @@ impl Preflight {
 struct Mark {
     counters: HashMap<UserId, Counters>,
     events: usize,
-}
-
-/// The preflight statement over `sends`, a FROM item `k(sender, random_id, peer, ord)`: per send,
-/// in `ord` order, what `ptslog_send_preflight` (migration 0021) answers: its box's
-/// [`BOX_COLUMNS`] and `pts` (all null if none), the checks and a message id.
-fn preflight_sql(sends: &str, now: &str) -> String {
-    format!(
-        "SELECT p.* FROM {sends} \
-         CROSS JOIN LATERAL ptslog_send_preflight(k.sender, k.random_id, k.peer, {now}) p \
-         ORDER BY k.ord"
-    )
 }
 
 impl PgWriteTx {
@@ -402,28 +390,19 @@ impl WriteTx for PgWriteTx {
         if retried_here {
             self.project_new_messages().await?;
         }
-        if let Some(answer) = self.prefetched_preflights.remove(&PreflightKey {
+        // Alone, or asked again within a batch: the batch's statement with this send only.
+        let key = PreflightKey {
             sender,
             peer,
             random_id,
-        }) {
-            return self.answer_preflight(answer, sender, random_id).await;
+        };
+        if !self.prefetched_preflights.contains_key(&key) {
+            self.prefetch_send_preflights(&[key], now).await?;
         }
-        static SQL: LazyLock<String> = LazyLock::new(|| {
-            preflight_sql(
-                "(SELECT $1::bigint AS sender, $2::bigint AS random_id, $3::bigint AS peer, 1::bigint AS ord) k",
-                "$4",
-            )
-        });
-        let row = sqlx::query(&SQL)
-            .bind(sender.get())
-            .bind(random_id)
-            .bind(peer.get())
-            .bind(now)
-            .fetch_one(&mut *self.tx)
-            .await
-            .map_err(db_error)?;
-        let answer = Preflight::of_row(&row, sender == peer)?;
+        let answer = self
+            .prefetched_preflights
+            .remove(&key)
+            .ok_or_else(|| StoreError::Bug(format!("no preflight of random_id {random_id}")))?;
         self.answer_preflight(answer, sender, random_id).await
     }
 
@@ -443,16 +422,16 @@ impl WriteTx for PgWriteTx {
         if keys.is_empty() {
             return Ok(());
         }
-        static SQL: LazyLock<String> = LazyLock::new(|| {
-            preflight_sql(
-                "unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS k(sender, random_id, peer, ord)",
-                "$4",
-            )
-        });
+        // ptslog_send_preflight (migration 0021) per send, in the order asked: its box's
+        // BOX_COLUMNS and pts (all null if none), the checks and a message id.
+        const SQL: &str = "SELECT p.* \
+             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS k(sender, random_id, peer, ord) \
+             CROSS JOIN LATERAL ptslog_send_preflight(k.sender, k.random_id, k.peer, $4) p \
+             ORDER BY k.ord";
         let senders: Vec<i64> = keys.iter().map(|k| k.sender.get()).collect();
         let random_ids: Vec<i64> = keys.iter().map(|k| k.random_id).collect();
         let peers: Vec<i64> = keys.iter().map(|k| k.peer.get()).collect();
-        let rows = sqlx::query(&SQL)
+        let rows = sqlx::query(SQL)
             .bind(&senders)
             .bind(&random_ids)
             .bind(&peers)
