@@ -53,7 +53,8 @@ pub struct App {
     pub(crate) files: Option<crate::media::FilePorts>,
     /// Token → caller; serves only while a revocation listener keeps it live (caller_cache.rs).
     pub(crate) callers: Arc<CallerCache>,
-    /// Group commit of sends (commands::send_batch), when turned on with `with_send_batching`.
+    /// Group commit of sends and the other writes between two accounts (commands::send_batch),
+    /// when turned on with `with_send_batching`.
     pub(crate) send_batches: Option<crate::commands::send_batch::SendBatches>,
 }
 
@@ -123,7 +124,18 @@ impl App {
         self
     }
 
-    /// Sends waiting for a batch (0 without group commit): for tests that line sends up in one
+    /// Runs a write by group commit when it is on, otherwise in a transaction of its own.
+    pub(crate) async fn write(
+        &self,
+        write: crate::commands::batched_write::Write,
+    ) -> Result<crate::commands::batched_write::Written, crate::error::AppError> {
+        match &self.send_batches {
+            Some(batches) => batches.write(write).await,
+            None => write.run_alone(self.store.as_ref()).await,
+        }
+    }
+
+    /// Writes waiting for a batch (0 without group commit): for tests that line writes up in one
     /// batch, and for metrics.
     pub fn sends_queued(&self) -> usize {
         self.send_batches.as_ref().map_or(0, |b| b.queued())

@@ -560,6 +560,8 @@ pub trait WriteTx: Send {
     ) -> Result<Pts, StoreError>;
     /// The owner's pts as of now in this transaction.
     fn current_pts(&self, owner: UserId) -> Result<Pts, StoreError>;
+    /// Whether this transaction holds the account's lock (so events may be appended to it).
+    fn holds(&self, user: UserId) -> bool;
 
     /// [`WriteTx::lock_users`] without waiting: locks those of the accounts no other transaction
     /// holds (`SKIP LOCKED`) and answers them; the others (held elsewhere, or missing) are left out

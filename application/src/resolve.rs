@@ -85,6 +85,17 @@ impl App {
         raw: Vec<Value>,
         text_utf16_len: usize,
     ) -> Result<Entities, AppError> {
+        let typed = self.typed_entities(caller, raw)?;
+        Ok(Entities::parse(typed, text_utf16_len)?)
+    }
+
+    /// [`App::entities`] but for the check against the text, for a text known only later (an
+    /// edit's, once its message is read under the lock): `Entities::parse` does that.
+    pub(crate) fn typed_entities(
+        &self,
+        caller: UserId,
+        raw: Vec<Value>,
+    ) -> Result<Vec<MessageEntity>, AppError> {
         if raw.len() > MAX_MESSAGE_ENTITIES {
             return Err(DomainError::EntitiesTooLong.into());
         }
@@ -114,7 +125,7 @@ impl App {
                 _ => typed.push(Entities::entity_from_json(entity)?),
             }
         }
-        Ok(Entities::parse(typed, text_utf16_len)?)
+        Ok(typed)
     }
 
     /// `user` objects for every id, as `viewer` sees them (unknown ids are left out).

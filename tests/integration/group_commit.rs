@@ -293,12 +293,24 @@ async fn run_queued(
     hold: sqlx::Transaction<'static, sqlx::Postgres>,
     blocker: tokio::task::JoinHandle<Value>,
 ) -> Vec<(u16, Value)> {
+    let calls = queue
+        .into_iter()
+        .map(|(d, params)| (d, "messages.sendMessage", params))
+        .collect();
+    run_queued_calls(s, calls, hold, blocker).await
+}
+
+/// [`run_queued`] for any writes group commit takes (method, params).
+async fn run_queued_calls(
+    s: &TestServer,
+    queue: Vec<(&Device, &'static str, Value)>,
+    hold: sqlx::Transaction<'static, sqlx::Postgres>,
+    blocker: tokio::task::JoinHandle<Value>,
+) -> Vec<(u16, Value)> {
     let mut calls = Vec::new();
-    for (n, (d, params)) in queue.into_iter().enumerate() {
+    for (n, (d, method, params)) in queue.into_iter().enumerate() {
         let d = d.clone();
-        calls.push(tokio::spawn(async move {
-            d.call("messages.sendMessage", params).await
-        }));
+        calls.push(tokio::spawn(async move { d.call(method, params).await }));
         wait_queued(s, n + 1).await;
     }
     hold.commit().await.unwrap();
@@ -616,6 +628,129 @@ async fn prefetched_preflights_are_asked_again_once_an_earlier_send_changed_them
     .await
     .unwrap();
     assert_eq!(txs.len(), 1, "one transaction for the batch: {txs:?}");
+    assert_logs_dense(&s).await;
+    assert_projections_match_the_log(&s).await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn mark_read_edit_and_delete_share_a_batch_with_sends_and_see_the_sends_before_them() {
+    let s = TestServer::start_with(batching(32, Duration::ZERO, 1)).await;
+    let (alice, bob, _carol, to_bob, _to_carol) = three(&s).await;
+    let dave = s.login(DAVE, "Dave").await;
+    let bob_to_alice = bob.peer_of(ALICE).await;
+    let hello = alice.send(&to_bob, "hello").await;
+    let gone = alice.send(&to_bob, "gone").await;
+    let max_pts = |user: i64| {
+        let pool = s.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i32>("SELECT pts FROM user_sequences WHERE user_id = $1")
+                .bind(user)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let (alice_before, bob_before) = (max_pts(alice.user_id).await, max_pts(bob.user_id).await);
+
+    let (hold, blocker) = hold_the_committer(&s, &dave).await;
+    let queue: Vec<(&Device, &'static str, Value)> = vec![
+        (
+            &alice,
+            "messages.sendMessage",
+            send_params(&to_bob, "m1", rid()),
+        ),
+        // Reads up to m1, sent earlier in the same transaction.
+        (
+            &bob,
+            "messages.readHistory",
+            json!({"peer": bob_to_alice, "max_id": 0}),
+        ),
+        (
+            &alice,
+            "messages.editMessage",
+            json!({"peer": to_bob, "id": hello["id"], "message": "hello again"}),
+        ),
+        (
+            &alice,
+            "messages.deleteMessages",
+            json!({"id": [gone["id"]], "revoke": true}),
+        ),
+        (
+            &alice,
+            "messages.sendMessage",
+            send_params(&to_bob, "m2", rid()),
+        ),
+    ];
+    let answers = run_queued_calls(&s, queue, hold, blocker).await;
+    let ok = |n: usize| answered(&answers, n);
+    let m1_pts = ok(0)["pts"].as_i64().unwrap();
+    assert_eq!(ok(1)["pts_count"], 1, "{}", ok(1));
+    assert_eq!(ok(2)["updates"][0]["message"]["message"], "hello again");
+    // Alice's pts: m1, Bob's read of it (her outbox), the edit, the deletion, m2.
+    assert_eq!(ok(2)["updates"][0]["pts"].as_i64(), Some(m1_pts + 2));
+    assert_eq!(ok(3)["pts_count"], 1, "{}", ok(3));
+    assert_eq!(ok(3)["pts"].as_i64(), Some(m1_pts + 3));
+    assert_eq!(ok(4)["pts"].as_i64(), Some(m1_pts + 4));
+
+    // Bob read m1 but not m2, and Alice learnt it (read_outbox in her log).
+    let (read_inbox, unread): (i32, i32) = sqlx::query_as(
+        "SELECT read_inbox_max_id, unread_count FROM dialogs WHERE user_id = $1 AND peer_user_id = $2",
+    )
+    .bind(bob.user_id)
+    .bind(alice.user_id)
+    .fetch_one(&s.pool)
+    .await
+    .unwrap();
+    let bobs_m1: i32 = sqlx::query_scalar(
+        "SELECT box_id FROM message_boxes WHERE owner_user_id = $1 AND text = 'm1'",
+    )
+    .bind(bob.user_id)
+    .fetch_one(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(read_inbox, bobs_m1);
+    assert_eq!(unread, 1);
+    let edited: Vec<String> = sqlx::query_scalar(
+        "SELECT text FROM message_boxes WHERE owner_user_id = ANY($1) AND text LIKE 'hello%' ORDER BY owner_user_id",
+    )
+    .bind(vec![alice.user_id, bob.user_id])
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(edited, vec!["hello again", "hello again"]);
+
+    // All of it in one transaction: every event the batch appended for Alice and Bob.
+    let txs: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT xmin::text FROM user_update_events \
+         WHERE (user_id = $1 AND pts > $2) OR (user_id = $3 AND pts > $4)",
+    )
+    .bind(alice.user_id)
+    .bind(alice_before)
+    .bind(bob.user_id)
+    .bind(bob_before)
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(txs.len(), 1, "one transaction for the batch: {txs:?}");
+    let kinds: Vec<String> = sqlx::query_scalar(
+        "SELECT kind FROM user_update_events WHERE user_id = $1 AND pts > $2 ORDER BY pts",
+    )
+    .bind(alice.user_id)
+    .bind(alice_before)
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        kinds,
+        vec![
+            "new_message",
+            "read_history_outbox",
+            "edit_message",
+            "delete_messages",
+            "new_message"
+        ]
+    );
     assert_logs_dense(&s).await;
     assert_projections_match_the_log(&s).await;
     s.stop().await;

@@ -1,7 +1,9 @@
-//! Command handlers: each is one write transaction that appends the events of every affected
-//! account (projected inline) and answers with what the calling device needs.
+//! Command handlers: each is one write transaction (or its part of a group commit's, send_batch)
+//! that appends the events of every affected account (projected inline) and answers with what
+//! the calling device needs.
 
 pub mod authenticate;
+pub(crate) mod batched_write;
 pub mod block;
 pub mod contacts;
 pub mod delete_history;

@@ -2,12 +2,13 @@
 //! only when it really moves (so nothing is "read" the moment it is sent).
 
 use domain::events::{ReadHistoryInbox, ReadHistoryOutbox, UserEvent};
-use domain::BoxId;
+use domain::{BoxId, UserId};
 use serde::Deserialize;
 
+use super::batched_write::Write;
 use crate::clock::unix_now;
 use crate::error::AppError;
-use crate::ports::Origin;
+use crate::ports::{Origin, WriteTx};
 use crate::tl::{AffectedMessages, InputPeer};
 use crate::{App, Caller};
 
@@ -18,6 +19,15 @@ pub struct ReadHistory {
     pub max_id: i32,
 }
 
+/// A mark-read waiting for its transaction.
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedReadHistory {
+    pub reader: UserId,
+    pub peer: UserId,
+    pub max_id: i32,
+    pub origin: Origin,
+}
+
 impl App {
     pub async fn read_history(
         &self,
@@ -26,74 +36,83 @@ impl App {
     ) -> Result<AffectedMessages, AppError> {
         let reader = caller.user_id;
         let peer = self.chat_peer(reader, &req.peer)?.user_id(reader);
+        let read = PreparedReadHistory {
+            reader,
+            peer,
+            max_id: req.max_id,
+            origin: Origin::from(caller),
+        };
+        self.write(Write::ReadHistory(read)).await?.affected()
+    }
+}
 
-        let mut tx = self.store.begin().await?;
-        tx.lock_users(&[reader, peer]).await?;
-        let unchanged = |tx: &dyn crate::ports::WriteTx| -> Result<AffectedMessages, AppError> {
-            Ok(AffectedMessages {
-                pts: tx.current_pts(reader)?.get(),
-                pts_count: 0,
-            })
-        };
-        let Some(dialog) = tx.dialog(reader, peer).await? else {
-            return unchanged(tx.as_ref());
-        };
-        // max_id 0 (or past the end) means "everything so far".
-        let target = if req.max_id <= 0 {
-            dialog.top_message
-        } else {
-            req.max_id.min(dialog.top_message)
-        };
-        let moves = target > dialog.read_inbox_max_id;
-        if peer == reader || (!moves && !dialog.unread_mark) {
-            return unchanged(tx.as_ref());
-        }
-        let new_max = target.max(dialog.read_inbox_max_id);
-        let Some(max_id) = BoxId::new(new_max) else {
-            return unchanged(tx.as_ref());
-        };
-        let still_unread_count = tx.incoming_after(reader, peer, new_max).await?;
-        let origin = Origin::from(caller);
-        let pts = tx
-            .append(
-                reader,
-                UserEvent::ReadHistoryInbox(ReadHistoryInbox {
-                    peer_id: peer,
-                    max_id,
-                    still_unread_count,
-                }),
-                origin,
-            )
-            .await?;
+/// The mark-read's work inside a transaction that has locked both accounts; the caller commits.
+pub(crate) async fn read_history_locked(
+    tx: &mut dyn WriteTx,
+    req: &PreparedReadHistory,
+) -> Result<AffectedMessages, AppError> {
+    let (reader, peer) = (req.reader, req.peer);
+    let unchanged = |tx: &dyn WriteTx| -> Result<AffectedMessages, AppError> {
+        Ok(AffectedMessages {
+            pts: tx.current_pts(reader)?.get(),
+            pts_count: 0,
+        })
+    };
+    let Some(dialog) = tx.dialog(reader, peer).await? else {
+        return unchanged(tx);
+    };
+    // max_id 0 (or past the end) means "everything so far".
+    let target = if req.max_id <= 0 {
+        dialog.top_message
+    } else {
+        req.max_id.min(dialog.top_message)
+    };
+    let moves = target > dialog.read_inbox_max_id;
+    if peer == reader || (!moves && !dialog.unread_mark) {
+        return unchanged(tx);
+    }
+    let new_max = target.max(dialog.read_inbox_max_id);
+    let Some(max_id) = BoxId::new(new_max) else {
+        return unchanged(tx);
+    };
+    let still_unread_count = tx.incoming_after(reader, peer, new_max).await?;
+    let origin = req.origin;
+    let pts = tx
+        .append(
+            reader,
+            UserEvent::ReadHistoryInbox(ReadHistoryInbox {
+                peer_id: peer,
+                max_id,
+                still_unread_count,
+            }),
+            origin,
+        )
+        .await?;
 
-        // The sender learns how far its messages were read: the newest incoming message now read,
-        // in the sender's own ids, if that moves the sender's watermark. The sender's box counts even
-        // if the sender deleted it for itself: its older messages were read all the same.
-        if moves {
-            if let Some(newest_read) = tx
-                .newest_incoming_at_or_below(reader, peer, new_max)
-                .await?
-            {
-                if let Some(senders_id) =
-                    tx.box_id_by_shared_id(peer, newest_read.message_id).await?
-                {
-                    let senders_dialog = tx.dialog(peer, reader).await?;
-                    if senders_dialog.is_some_and(|d| d.read_outbox_max_id < senders_id.get()) {
-                        let event = ReadHistoryOutbox {
-                            peer_id: reader,
-                            max_id: senders_id,
-                            date: unix_now(),
-                        };
-                        tx.append(peer, UserEvent::ReadHistoryOutbox(event), origin)
-                            .await?;
-                    }
+    // The sender learns how far its messages were read: the newest incoming message now read, in
+    // the sender's own ids, if that moves the sender's watermark. The sender's box counts even if
+    // the sender deleted it for itself: its older messages were read all the same.
+    if moves {
+        if let Some(newest_read) = tx
+            .newest_incoming_at_or_below(reader, peer, new_max)
+            .await?
+        {
+            if let Some(senders_id) = tx.box_id_by_shared_id(peer, newest_read.message_id).await? {
+                let senders_dialog = tx.dialog(peer, reader).await?;
+                if senders_dialog.is_some_and(|d| d.read_outbox_max_id < senders_id.get()) {
+                    let event = ReadHistoryOutbox {
+                        peer_id: reader,
+                        max_id: senders_id,
+                        date: unix_now(),
+                    };
+                    tx.append(peer, UserEvent::ReadHistoryOutbox(event), origin)
+                        .await?;
                 }
             }
         }
-        tx.commit().await?;
-        Ok(AffectedMessages {
-            pts: pts.get(),
-            pts_count: 1,
-        })
     }
+    Ok(AffectedMessages {
+        pts: pts.get(),
+        pts_count: 1,
+    })
 }

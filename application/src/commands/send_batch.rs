@@ -1,23 +1,30 @@
-//! Group commit of `messages.sendMessage` (docs/performance.md, "Group commit"): concurrent sends
-//! share one transaction, so one BEGIN, one lock statement, one counters + events statement and
-//! one WAL flush serve them all.
+//! Group commit (docs/performance.md, "Group commit"): concurrent writes between two accounts —
+//! `messages.sendMessage`, and since they cost as much a transaction each, `readHistory`,
+//! `editMessage` and `deleteMessages` in one chat (commands::batched_write) — share one
+//! transaction, so one BEGIN, one lock statement, one counters + events statement and one WAL
+//! flush serve them all. The names say "send" because sends are what it was built for and most
+//! of what it carries.
 //!
-//! A dispatcher takes the sends waiting in a queue (up to [`SendBatchConfig::max`], after waiting
+//! A dispatcher takes the writes waiting in a queue (up to [`SendBatchConfig::max`], after waiting
 //! at most [`SendBatchConfig::wait`] for more) whenever one of its [`SendBatchConfig::committers`]
-//! is free, leaving queued the sends with an account a batch in flight holds (`send_queue`), and
+//! is free, leaving queued the writes with an account a batch in flight holds (`send_queue`), and
 //! a committer runs the batch: it locks the union of the batch's accounts in one ascending
-//! statement without waiting (`SKIP LOCKED`: a send with an account another transaction holds —
+//! statement without waiting (`SKIP LOCKED`: a write with an account another transaction holds —
 //! another process's, or another command's — leaves the batch and runs alone, so a busy account
-//! never stalls the others' sends, and a batch never waits while holding locks), runs each send
-//! in queue order, and commits once. A send refused before it wrote (its checks are reads) is
+//! never stalls the others' writes, and a batch never waits while holding locks), runs each write
+//! in queue order, and commits once. A write refused before it wrote (its checks are reads) is
 //! answered with its error and its neighbours go on; one that fails after writing is answered with
-//! its error and the batch runs again without it in a new transaction (no savepoint per send).
-//! The sends' new messages are projected together at the end, one statement per table. The counters stay in the transaction's memory across the batch, so each
-//! account's pts stay dense and in commit order; a random_id repeated within the batch finds the
-//! earlier send's box (same transaction) and is answered with it. Nobody is answered before the
-//! commit, so a crash loses only unanswered sends. If the batch itself fails (its BEGIN, lock, a
-//! second send failing after writing, or the commit), nothing of it was committed — or, if the commit's outcome is unknown,
-//! every send of it is idempotent by random_id — and each send is run again alone.
+//! its error and the batch runs again without it in a new transaction (no savepoint per write).
+//! The sends' new messages are projected together, before the next read or other event and at
+//! the end, one statement per table. The counters stay in the transaction's memory across the
+//! batch, so each account's pts stay dense and in commit order; a random_id repeated within the
+//! batch finds the earlier send's box (same transaction) and is answered with it; a write reads
+//! what the writes before it in the batch wrote. Nobody is answered before the commit, so a crash
+//! loses only unanswered writes. If the batch itself fails (its BEGIN, lock, a second write
+//! failing after writing, or the commit), nothing of it was committed — or, if the commit's
+//! outcome is unknown, each write of it is safe to run again (a send is idempotent by random_id,
+//! a mark-read or a deletion done finds nothing left to do, an edit done answers
+//! `MESSAGE_NOT_MODIFIED` as a client's own retry would) — and each write is run again alone.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -26,19 +33,18 @@ use std::time::Duration;
 use domain::ids::UserId;
 use tokio::sync::{mpsc, oneshot};
 
-use super::send_message::{send_alone, send_locked, PreparedSend};
+use super::batched_write::{Write, Written};
 use super::send_queue::{Accounts, SendQueue};
 use crate::clock::unix_now;
 use crate::error::AppError;
 use crate::ports::{PreflightKey, Store, StoreError, WriteTx};
-use crate::tl::Updates;
 
 /// Whether sends are batched unless configured otherwise (`PTSLOG_SEND_BATCH_MAX`; 0 turns it
 /// off). On: on the reference machine it brings no more peak throughput, but it keeps the other
 /// writers' and the reads' tails under a mixed load several times shorter, since far fewer
 /// transactions wait for a WAL flush (docs/performance.md, "Group commit").
 pub const SEND_BATCHING_BY_DEFAULT: bool = true;
-/// Sends per batch by default.
+/// Writes per batch by default.
 pub const DEFAULT_SEND_BATCH_MAX: usize = 32;
 /// The most sends one batch may hold: its locks and rows are held until its one commit, and a
 /// send failing after writing makes the batch run again, so the batch's size bounds that waste.
@@ -100,15 +106,15 @@ impl SendBatchConfig {
     }
 }
 
-/// A send waiting for its batch, and where its answer goes.
+/// A write waiting for its batch, and where its answer goes.
 struct Queued {
-    send: PreparedSend,
-    answer: oneshot::Sender<Result<Updates, AppError>>,
+    write: Write,
+    answer: oneshot::Sender<Result<Written, AppError>>,
 }
 
 impl Accounts for Queued {
     fn accounts(&self) -> [UserId; 2] {
-        [self.send.sender, self.send.peer_id]
+        self.write.accounts()
     }
 }
 
@@ -187,12 +193,12 @@ impl SendBatches {
         self.counters.clone()
     }
 
-    /// Runs the send in the next batch and answers it once that batch has committed.
-    pub(crate) async fn send(&self, send: PreparedSend) -> Result<Updates, AppError> {
+    /// Runs the write in the next batch and answers it once that batch has committed.
+    pub(crate) async fn write(&self, write: Write) -> Result<Written, AppError> {
         let (answer, answered) = oneshot::channel();
         self.counters.queued.fetch_add(1, Ordering::Relaxed);
         self.queue
-            .send(Queued { send, answer })
+            .send(Queued { write, answer })
             .map_err(|_| StoreError::Bug("the send batch dispatcher has stopped".into()))?;
         // Dropped unanswered only if the committer panicked: its transaction was rolled back.
         answered
@@ -335,7 +341,7 @@ async fn commit_batch(
             SendBatchCounters::add(&counters.alone_batch_failed, batch.len());
             let store = store.as_ref();
             let alone = batch.into_iter().map(|q| async move {
-                let _ = q.answer.send(send_alone(store, &q.send).await);
+                let _ = q.answer.send(q.write.run_alone(store).await);
             });
             futures::future::join_all(alone).await;
         }
@@ -352,12 +358,12 @@ async fn run_batch(
     batch: &mut Vec<Queued>,
     hold: &mut InFlight,
     counters: &SendBatchCounters,
-) -> Result<Vec<Result<Updates, AppError>>, StoreError> {
+) -> Result<Vec<Result<Written, AppError>>, StoreError> {
     let mut tx = store.begin().await?;
     let locked = tx.try_lock_users(&accounts_of(batch)).await?;
     let (ready, held): (Vec<Queued>, Vec<Queued>) = std::mem::take(batch)
         .into_iter()
-        .partition(|q| locked.contains(&q.send.sender) && locked.contains(&q.send.peer_id));
+        .partition(|q| q.write.accounts().iter().all(|a| locked.contains(a)));
     *batch = ready;
     if !held.is_empty() {
         SendBatchCounters::add(&counters.alone_account_held, held.len());
@@ -366,7 +372,7 @@ async fn run_batch(
         for q in held {
             let (store, alone) = (store.clone(), alone.clone());
             tokio::spawn(async move {
-                let _ = q.answer.send(send_alone(store.as_ref(), &q.send).await);
+                let _ = q.answer.send(q.write.run_alone(store.as_ref()).await);
                 drop(alone);
             });
         }
@@ -376,7 +382,7 @@ async fn run_batch(
     }
     if let [only] = batch.as_slice() {
         // Alone: a failure rolls the transaction back.
-        let answer = send_locked(tx.as_mut(), &only.send).await;
+        let answer = only.write.run_locked(tx.as_mut()).await;
         if answer.is_ok() {
             tx.commit().await?;
         }
@@ -402,11 +408,7 @@ async fn run_batch(
             .iter()
             .enumerate()
             .filter(|(i, _)| Some(*i) != skip)
-            .map(|(_, q)| PreflightKey {
-                sender: q.send.sender,
-                peer: q.send.peer_id,
-                random_id: q.send.random_id,
-            })
+            .filter_map(|(_, q)| q.write.preflight())
             .collect();
         tx.prefetch_send_preflights(&keys, unix_now()).await?;
         let outcome = match run_sends(tx.as_mut(), batch, skip, careful).await {
@@ -463,10 +465,7 @@ enum Failure {
 
 /// The accounts of a batch's sends, ascending, once each (the order they are locked in).
 fn accounts_of(batch: &[Queued]) -> Vec<UserId> {
-    let mut accounts: Vec<UserId> = batch
-        .iter()
-        .flat_map(|q| [q.send.sender, q.send.peer_id])
-        .collect();
+    let mut accounts: Vec<UserId> = batch.iter().flat_map(|q| q.write.accounts()).collect();
     accounts.sort();
     accounts.dedup();
     accounts
@@ -480,14 +479,14 @@ async fn run_sends(
     batch: &[Queued],
     skip: Option<usize>,
     careful: bool,
-) -> Result<Vec<Result<Updates, AppError>>, Failure> {
+) -> Result<Vec<Result<Written, AppError>>, Failure> {
     let mut answers = Vec::with_capacity(batch.len());
     for (i, q) in batch.iter().enumerate() {
         if Some(i) == skip {
             continue;
         }
         tx.mark();
-        match send_locked(&mut *tx, &q.send).await {
+        match q.write.run_locked(&mut *tx).await {
             Ok(a) if careful => match tx.flush().await {
                 Ok(()) => answers.push(Ok(a)),
                 Err(e) => return Err(Failure::Send(i, e.into())),

@@ -8,11 +8,12 @@ use domain::{limits, BoxId, DomainError, UserId};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::batched_write::Write;
 use super::outgoing::{deliver, reply_header, unarchive_for_recipient, Outgoing};
 use super::send_options::SendOptions;
 use crate::clock::unix_now;
 use crate::error::AppError;
-use crate::ports::{Origin, SendPreflight, Store, WriteTx};
+use crate::ports::{Origin, SendPreflight, WriteTx};
 use crate::tl::{long, InputPeer, InputReplyTo, Updates};
 use crate::{App, Caller};
 
@@ -160,23 +161,8 @@ impl App {
             reply,
             origin: Origin::from(caller),
         };
-        match &self.send_batches {
-            Some(batches) => batches.send(send).await,
-            None => send_alone(self.store.as_ref(), &send).await,
-        }
+        self.write(Write::Send(send)).await?.sent()
     }
-}
-
-/// One send in a transaction of its own.
-pub(crate) async fn send_alone(
-    store: &dyn Store,
-    send: &PreparedSend,
-) -> Result<Updates, AppError> {
-    let mut tx = store.begin().await?;
-    tx.lock_users(&[send.sender, send.peer_id]).await?;
-    let answer = send_locked(tx.as_mut(), send).await?;
-    tx.commit().await?;
-    Ok(answer)
 }
 
 /// The send's work inside a transaction that has locked its two accounts (alone, or with a batch's

@@ -724,6 +724,10 @@ impl WriteTx for PgWriteTx {
         rows::pts(c.pts)
     }
 
+    fn holds(&self, user: UserId) -> bool {
+        self.counters.contains_key(&user)
+    }
+
     fn mark(&mut self) {
         self.mark = Some(Mark {
             counters: self.counters.clone(),
