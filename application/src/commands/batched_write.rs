@@ -21,7 +21,8 @@ use crate::tl::{AffectedMessages, Updates};
 pub(crate) enum Write {
     Send(PreparedSend),
     ReadHistory(PreparedReadHistory),
-    Edit(PreparedEdit),
+    // Boxed: an edit carries its media, much larger than the others.
+    Edit(Box<PreparedEdit>),
     Delete(PreparedDelete),
 }
 
@@ -30,7 +31,7 @@ pub(crate) enum Write {
 pub(crate) enum Written {
     Sent(Updates),
     Affected(AffectedMessages),
-    Edited(Edited),
+    Edited(Box<Edited>),
     Deleted(Deleted),
 }
 
@@ -63,7 +64,7 @@ impl Write {
         Ok(match self {
             Write::Send(s) => Written::Sent(send_locked(tx, s).await?),
             Write::ReadHistory(r) => Written::Affected(read_history_locked(tx, r).await?),
-            Write::Edit(e) => Written::Edited(edit_locked(tx, e).await?),
+            Write::Edit(e) => Written::Edited(Box::new(edit_locked(tx, e).await?)),
             Write::Delete(d) => Written::Deleted(delete_locked(tx, d).await?),
         })
     }
@@ -106,7 +107,7 @@ impl Written {
 
     pub(crate) fn edited(self) -> Result<Edited, AppError> {
         match self {
-            Written::Edited(e) => Ok(e),
+            Written::Edited(e) => Ok(*e),
             other => Err(mismatch("an edit", &other)),
         }
     }

@@ -114,7 +114,7 @@ impl App {
             new_media,
             origin: Origin::from(caller),
         };
-        let edited = self.write(Write::Edit(edit)).await?.edited()?;
+        let edited = self.write(Write::Edit(Box::new(edit))).await?.edited()?;
         let users = self.users_for(author, [author, peer]).await?;
         Ok(Updates::Updates {
             updates: vec![Update::EditMessage {
