@@ -36,7 +36,7 @@ use sqlx::PgPool;
 
 use crate::checks::Check;
 use crate::report::{Machine, Phase, Ratio, Report, Target};
-use crate::runner::{closed_loop, open_loop, Stream};
+use crate::runner::{closed_loop, open_loop, warm_up, Stream};
 use crate::stats::OpStats;
 use crate::workload::{Front, Tally, Workload};
 
@@ -136,6 +136,14 @@ impl Ctx {
             ));
             for e in &st.first_errors {
                 self.log(format!("    error: {e}"));
+            }
+            if !st.slowest.is_empty() {
+                let calls: Vec<String> = st
+                    .slowest
+                    .iter()
+                    .map(|c| format!("{:.1} ms due at {:.2} s", c.ms, c.due_s))
+                    .collect();
+                self.log(format!("    slowest: {}", calls.join(", ")));
             }
         }
         if phase.status != "ok" {
@@ -586,6 +594,7 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
                 w.send(&f, s, r).await
             }
         })];
+        warm_up(&streams).await;
         let t = Instant::now();
         let before = batch_count(&main.app);
         let out = open_loop(streams, duration).await;
@@ -604,6 +613,7 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
     {
         let since = chrono::Utc::now();
         let streams = mixed_streams(main, rate, MixedShape::Probe).await?;
+        warm_up(&streams).await;
         let t = Instant::now();
         let before = batch_count(&main.app);
         let out = open_loop(streams, duration).await;
@@ -623,6 +633,7 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
     {
         let since = chrono::Utc::now();
         let streams = mixed_streams(main, rate, MixedShape::Full).await?;
+        warm_up(&streams).await;
         let t = Instant::now();
         let before = batch_count(&main.app);
         let out = open_loop(streams, duration).await;
@@ -863,6 +874,7 @@ async fn run_scale(ctx: &mut Ctx, db: &Db, rate: f64) -> anyhow::Result<()> {
 
         let since = chrono::Utc::now();
         let streams = mixed_streams(db, rate, MixedShape::Scale).await?;
+        warm_up(&streams).await;
         let t2 = Instant::now();
         let out = open_loop(streams, duration).await;
         let events: i64 = sqlx::query_scalar("SELECT count(*) FROM user_update_events")

@@ -55,6 +55,7 @@ pub fn commit_to_push(dir: Option<&Path>, name: &str, mode_file: &str) -> Phase 
         p999_ms: 0.0,
         max_ms: num("max_ms"),
         first_errors: Vec::new(),
+        slowest: Vec::new(),
     };
     phase.ops.insert(COMMIT_TO_PUSH.to_string(), stats);
     phase

@@ -16,7 +16,21 @@ pub struct Recorder {
     pub errors: u64,
     /// The first few error messages, for the report.
     pub first_errors: Vec<String>,
+    /// The slowest calls of an open-loop stream and when they were due, to tell a tail made of
+    /// one stall (slow calls due together) from one spread over the phase.
+    pub slowest: Vec<SlowCall>,
 }
+
+/// One slow call of an open-loop stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SlowCall {
+    /// When it was due, in seconds from the phase's start.
+    pub due_s: f64,
+    pub ms: f64,
+}
+
+/// Slow calls kept per stream.
+pub const SLOWEST_KEPT: usize = 5;
 
 impl Default for Recorder {
     fn default() -> Self {
@@ -34,6 +48,26 @@ impl Recorder {
             ok: 0,
             errors: 0,
             first_errors: Vec::new(),
+            slowest: Vec::new(),
+        }
+    }
+
+    /// [`Recorder::record`] for a call due `due` after the phase's start, keeping the slowest.
+    pub fn record_due(&mut self, due: Duration, latency: Duration, outcome: Result<(), String>) {
+        self.record(latency, outcome);
+        let call = SlowCall {
+            due_s: round3(due.as_secs_f64()),
+            ms: round3(latency.as_secs_f64() * 1000.0),
+        };
+        if self.slowest.len() < SLOWEST_KEPT {
+            self.slowest.push(call);
+        } else if let Some(least) = self
+            .slowest
+            .iter_mut()
+            .min_by(|a, b| a.ms.total_cmp(&b.ms))
+            .filter(|least| least.ms < call.ms)
+        {
+            *least = call;
         }
     }
 
@@ -69,6 +103,9 @@ impl Recorder {
                 self.first_errors.push(e.clone());
             }
         }
+        self.slowest.extend_from_slice(&other.slowest);
+        self.slowest.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+        self.slowest.truncate(SLOWEST_KEPT);
     }
 
     pub fn summary(&self, elapsed: Duration) -> OpStats {
@@ -92,6 +129,11 @@ impl Recorder {
             p999_ms: round3(ms(0.999)),
             max_ms: round3(self.hist.max() as f64 / 1000.0),
             first_errors: self.first_errors.clone(),
+            slowest: {
+                let mut slowest = self.slowest.clone();
+                slowest.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+                slowest
+            },
         }
     }
 }
@@ -112,6 +154,9 @@ pub struct OpStats {
     pub max_ms: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_errors: Vec<String>,
+    /// Open-loop phases: the slowest calls, slowest first, and when each was due.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slowest: Vec<SlowCall>,
 }
 
 pub fn round1(x: f64) -> f64 {
@@ -125,6 +170,40 @@ pub fn round3(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_open_loop_stream_keeps_its_slowest_calls_and_when_they_were_due() {
+        let mut r = Recorder::new();
+        for i in 0..100u64 {
+            // Call 37 is the slowest, then 90, 12, 55, 3, 70; the rest take 1 ms.
+            let ms = match i {
+                37 => 90,
+                90 => 80,
+                12 => 70,
+                55 => 60,
+                3 => 50,
+                70 => 40,
+                _ => 1,
+            };
+            r.record_due(
+                Duration::from_millis(i * 10),
+                Duration::from_millis(ms),
+                Ok(()),
+            );
+        }
+        let s = r.summary(Duration::from_secs(1));
+        let kept: Vec<(f64, f64)> = s.slowest.iter().map(|c| (c.ms, c.due_s)).collect();
+        assert_eq!(
+            kept,
+            vec![
+                (90.0, 0.37),
+                (80.0, 0.9),
+                (70.0, 0.12),
+                (60.0, 0.55),
+                (50.0, 0.03)
+            ]
+        );
+    }
 
     #[test]
     fn percentiles_and_throughput() {
