@@ -131,23 +131,23 @@ pub fn render(ops: &Ops) -> String {
             &mut out,
             "ptslog_send_batch_queued",
             "gauge",
-            "Sends waiting for a batch.",
+            "Writes (sends, mark-reads, edits, deletions) waiting for a batch.",
             c.queued,
         );
         metric(
             &mut out,
             "ptslog_send_batches_total",
             "counter",
-            "Send batch transactions committed.",
+            "Group commit transactions committed.",
             c.batches,
         );
-        metric(&mut out, "ptslog_send_batch_sends_total", "counter", "Sends answered from a committed batch transaction (batched_sends / batches is the mean batch).", c.batched_sends);
+        metric(&mut out, "ptslog_send_batch_sends_total", "counter", "Writes answered from a committed batch transaction (this / ptslog_send_batches_total is the mean batch).", c.batched_sends);
         let _ = writeln!(
             out,
-            "# HELP ptslog_sends_alone_total Sends taken out of group commit and run in a transaction of their own, by why: another transaction held one of their accounts, or their batch failed.\n# TYPE ptslog_sends_alone_total counter\nptslog_sends_alone_total{{reason=\"account_held\"}} {}\nptslog_sends_alone_total{{reason=\"batch_failed\"}} {}",
+            "# HELP ptslog_sends_alone_total Writes taken out of group commit and run in a transaction of their own, by why: another transaction held one of their accounts, or their batch failed.\n# TYPE ptslog_sends_alone_total counter\nptslog_sends_alone_total{{reason=\"account_held\"}} {}\nptslog_sends_alone_total{{reason=\"batch_failed\"}} {}",
             c.alone_account_held, c.alone_batch_failed
         );
-        metric(&mut out, "ptslog_send_batch_reruns_total", "counter", "Send batch transactions rolled back and run again (a send failing after writing, or a failure pinned on no send).", c.reruns);
+        metric(&mut out, "ptslog_send_batch_reruns_total", "counter", "Group commit transactions rolled back and run again (a write failing after writing, or a failure pinned on no write).", c.reruns);
     }
     if let Some(consumer) = &ops.consumer {
         let h = consumer.health();

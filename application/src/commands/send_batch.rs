@@ -122,19 +122,19 @@ impl Accounts for Queued {
 /// each phase).
 #[derive(Debug, Default)]
 pub struct SendBatchCounters {
-    /// Sends in the queue, not yet taken into a batch.
+    /// Writes in the queue, not yet taken into a batch.
     queued: AtomicUsize,
     /// Batch transactions committed.
     batches: AtomicU64,
-    /// Sends answered from a committed batch transaction.
+    /// Writes answered from a committed batch transaction.
     batched_sends: AtomicU64,
-    /// Sends taken out of their batch because another transaction held one of their accounts,
+    /// Writes taken out of their batch because another transaction held one of their accounts,
     /// run alone.
     alone_account_held: AtomicU64,
-    /// Sends run alone because their batch failed.
+    /// Writes run alone because their batch failed.
     alone_batch_failed: AtomicU64,
-    /// Batch transactions rolled back to run again (a send failing after writing, or a failure
-    /// pinned on no send).
+    /// Batch transactions rolled back to run again (a write failing after writing, or a failure
+    /// pinned on no write).
     reruns: AtomicU64,
 }
 
@@ -184,7 +184,7 @@ impl SendBatches {
         Self { queue, counters }
     }
 
-    /// Sends waiting for a batch (not yet taken by a committer).
+    /// Writes waiting for a batch (not yet taken by a committer).
     pub(crate) fn queued(&self) -> usize {
         self.counters.queued.load(Ordering::Relaxed)
     }
