@@ -372,6 +372,19 @@ pub struct PreflightKey {
     pub random_id: i64,
 }
 
+/// What a mark-read finds in the chat (`WriteTx::read_progress`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadProgress {
+    /// The reader's incoming visible messages after the mark: still unread.
+    pub still_unread: i32,
+    /// The newest incoming visible message at or below the mark, as the peer's box id, deleted
+    /// by the peer for itself or not (a read watermark points there all the same); none if there
+    /// is no such message or the peer has no box of it.
+    pub senders_box: Option<BoxId>,
+    /// The peer's outbox watermark in its dialog with the reader (none: it has no such dialog).
+    pub senders_read_outbox_max_id: Option<i32>,
+}
+
 /// The blocks both ways between a sender and its peer (both false for Saved Messages), and
 /// whether the peer has the chat archived and not muted at the send's date (so a message it
 /// receives moves the chat back to its main list).
@@ -426,13 +439,6 @@ pub trait WriteTx: Send {
         owner: UserId,
         message_id: MessageId,
     ) -> Result<Option<OwnerMessage>, StoreError>;
-    /// The owner's box id of a shared message, deleted or not: a position in the owner's ids (read
-    /// watermarks point there even when the owner has deleted that message for itself).
-    async fn box_id_by_shared_id(
-        &mut self,
-        owner: UserId,
-        message_id: MessageId,
-    ) -> Result<Option<BoxId>, StoreError>;
     /// The owner's profile photos, current first, then newest set first (as
     /// [`Store::profile_photos`], inside the transaction).
     async fn profile_photos(
@@ -510,20 +516,13 @@ pub trait WriteTx: Send {
         peer: UserId,
         except: &[BoxId],
     ) -> Result<bool, StoreError>;
-    /// Incoming visible messages of a chat with box id above `max_id`.
-    async fn incoming_after(
+    /// What `reader` reading its chat with `peer` up to its box `max_id` finds, in one read.
+    async fn read_progress(
         &mut self,
-        owner: UserId,
+        reader: UserId,
         peer: UserId,
         max_id: i32,
-    ) -> Result<i32, StoreError>;
-    /// The newest incoming visible message of a chat at or below `max_id`.
-    async fn newest_incoming_at_or_below(
-        &mut self,
-        owner: UserId,
-        peer: UserId,
-        max_id: i32,
-    ) -> Result<Option<OwnerMessage>, StoreError>;
+    ) -> Result<ReadProgress, StoreError>;
     /// Boxes among `ids` whose contents are unread (media or reactions).
     async fn content_unread(
         &mut self,

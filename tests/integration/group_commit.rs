@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use crate::send::{rid, three, ALICE, CAROL};
 
 const DAVE: &str = "+15550004";
+const ERIN: &str = "+15550005";
 
 fn batching(
     max: usize,
@@ -751,6 +752,102 @@ async fn mark_read_edit_and_delete_share_a_batch_with_sends_and_see_the_sends_be
             "new_message"
         ]
     );
+    assert_logs_dense(&s).await;
+    assert_projections_match_the_log(&s).await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_mark_read_between_other_chats_sends_reads_its_own_chat_and_the_sends_stay_right() {
+    // The batch's new messages wait to be projected together; a mark-read writes them first only
+    // if one of them is its reader's or its peer's (PgWriteTx::reader). Both cases in one batch.
+    let s = TestServer::start_with(batching(32, Duration::ZERO, 1)).await;
+    let (alice, bob, carol, to_bob, _to_carol) = three(&s).await;
+    let dave = s.login(DAVE, "Dave").await;
+    let erin = s.login(ERIN, "Erin").await;
+    let carol_to_erin = carol.peer_of(ERIN).await;
+    let erin_to_carol = erin.peer_of(CAROL).await;
+    let bob_to_alice = bob.peer_of(ALICE).await;
+    carol.send(&carol_to_erin, "c1").await;
+    carol.send(&carol_to_erin, "c2").await;
+
+    let (hold, blocker) = hold_the_committer(&s, &dave).await;
+    let queue: Vec<(&Device, &'static str, Value)> = vec![
+        (
+            &alice,
+            "messages.sendMessage",
+            send_params(&to_bob, "m1", rid()),
+        ),
+        // Another chat: Alice's and Bob's new messages may stay unwritten over it.
+        (
+            &erin,
+            "messages.readHistory",
+            json!({"peer": erin_to_carol, "max_id": 0}),
+        ),
+        (
+            &alice,
+            "messages.sendMessage",
+            send_params(&to_bob, "m2", rid()),
+        ),
+        // Bob's chat with m1 and m2 waiting: they are written first and read up to m2.
+        (
+            &bob,
+            "messages.readHistory",
+            json!({"peer": bob_to_alice, "max_id": 0}),
+        ),
+        (
+            &alice,
+            "messages.sendMessage",
+            send_params(&to_bob, "m3", rid()),
+        ),
+    ];
+    let answers = run_queued_calls(&s, queue, hold, blocker).await;
+    for n in 0..answers.len() {
+        answered(&answers, n);
+    }
+    assert_eq!(answered(&answers, 1)["pts_count"], 1);
+    assert_eq!(answered(&answers, 3)["pts_count"], 1);
+
+    let dialog = |owner: i64, peer: i64| {
+        let pool = s.pool.clone();
+        async move {
+            sqlx::query_as::<_, (i32, i32, i32, i32)>(
+                "SELECT top_message, read_inbox_max_id, read_outbox_max_id, unread_count \
+                 FROM dialogs WHERE user_id = $1 AND peer_user_id = $2",
+            )
+            .bind(owner)
+            .bind(peer)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let box_of = |owner: i64, text: &'static str| {
+        let pool = s.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i32>(
+                "SELECT box_id FROM message_boxes WHERE owner_user_id = $1 AND text = $2",
+            )
+            .bind(owner)
+            .bind(text)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    // Erin read both of Carol's messages, and Carol learnt it.
+    let (top, read_inbox, _, unread) = dialog(erin.user_id, carol.user_id).await;
+    assert_eq!((read_inbox, unread), (top, 0));
+    assert_eq!(top, box_of(erin.user_id, "c2").await);
+    let (_, _, read_outbox, _) = dialog(carol.user_id, erin.user_id).await;
+    assert_eq!(read_outbox, box_of(carol.user_id, "c2").await);
+    // Bob read m1 and m2, queued before his mark-read, not m3; Alice learnt it.
+    let (top, read_inbox, _, unread) = dialog(bob.user_id, alice.user_id).await;
+    assert_eq!(read_inbox, box_of(bob.user_id, "m2").await);
+    assert_eq!(top, box_of(bob.user_id, "m3").await);
+    assert_eq!(unread, 1);
+    let (_, _, read_outbox, _) = dialog(alice.user_id, bob.user_id).await;
+    assert_eq!(read_outbox, box_of(alice.user_id, "m2").await);
     assert_logs_dense(&s).await;
     assert_projections_match_the_log(&s).await;
     s.stop().await;

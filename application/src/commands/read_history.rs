@@ -75,7 +75,7 @@ pub(crate) async fn read_history_locked(
     let Some(max_id) = BoxId::new(new_max) else {
         return unchanged(tx);
     };
-    let still_unread_count = tx.incoming_after(reader, peer, new_max).await?;
+    let progress = tx.read_progress(reader, peer, new_max).await?;
     let origin = req.origin;
     let pts = tx
         .append(
@@ -83,7 +83,7 @@ pub(crate) async fn read_history_locked(
             UserEvent::ReadHistoryInbox(ReadHistoryInbox {
                 peer_id: peer,
                 max_id,
-                still_unread_count,
+                still_unread_count: progress.still_unread,
             }),
             origin,
         )
@@ -92,23 +92,19 @@ pub(crate) async fn read_history_locked(
     // The sender learns how far its messages were read: the newest incoming message now read, in
     // the sender's own ids, if that moves the sender's watermark. The sender's box counts even if
     // the sender deleted it for itself: its older messages were read all the same.
-    if moves {
-        if let Some(newest_read) = tx
-            .newest_incoming_at_or_below(reader, peer, new_max)
-            .await?
-        {
-            if let Some(senders_id) = tx.box_id_by_shared_id(peer, newest_read.message_id).await? {
-                let senders_dialog = tx.dialog(peer, reader).await?;
-                if senders_dialog.is_some_and(|d| d.read_outbox_max_id < senders_id.get()) {
-                    let event = ReadHistoryOutbox {
-                        peer_id: reader,
-                        max_id: senders_id,
-                        date: unix_now(),
-                    };
-                    tx.append(peer, UserEvent::ReadHistoryOutbox(event), origin)
-                        .await?;
-                }
-            }
+    if let (true, Some(senders_id), Some(read_outbox)) = (
+        moves,
+        progress.senders_box,
+        progress.senders_read_outbox_max_id,
+    ) {
+        if read_outbox < senders_id.get() {
+            let event = ReadHistoryOutbox {
+                peer_id: reader,
+                max_id: senders_id,
+                date: unix_now(),
+            };
+            tx.append(peer, UserEvent::ReadHistoryOutbox(event), origin)
+                .await?;
         }
     }
     Ok(AffectedMessages {

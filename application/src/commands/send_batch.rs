@@ -15,8 +15,8 @@
 //! in queue order, and commits once. A write refused before it wrote (its checks are reads) is
 //! answered with its error and its neighbours go on; one that fails after writing is answered with
 //! its error and the batch runs again without it in a new transaction (no savepoint per write).
-//! The sends' new messages are projected together, before the next read or other event and at
-//! the end, one statement per table. The counters stay in the transaction's memory across the
+//! The sends' new messages are projected together, one statement per table, before the next
+//! read or other event of an account with one waiting and at the end. The counters stay in the transaction's memory across the
 //! batch, so each account's pts stay dense and in commit order; a random_id repeated within the
 //! batch finds the earlier send's box (same transaction) and is answered with it; a write reads
 //! what the writes before it in the batch wrote. Nobody is answered before the commit, so a crash

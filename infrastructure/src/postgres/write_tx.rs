@@ -4,16 +4,17 @@
 //! counters in memory; `next_box_id` and `append` advance them there. `append` runs the projectors
 //! on the transaction's connection, so later reads in the same transaction see the event's effect:
 //! at once for most events, while new messages wait and are projected together, with one
-//! statement per table (`projections::apply_new_messages`), before the next read of the
-//! transaction, before any other event is projected and at commit (a batch of sends writes its
-//! boxes and dialogs in two statements, not four per send). The events themselves are buffered and,
-//! with the counters, written at commit in one statement. Dropping the transaction without
-//! committing rolls everything back.
+//! statement per table (`projections::apply_new_messages`), before the next read of an owner
+//! with a message waiting, before any other event of such an owner is projected, and at commit (a
+//! batch of sends writes its boxes and dialogs in two statements, not four per send). The events
+//! themselves are buffered and, with the counters, written at commit in one statement. Dropping
+//! the transaction without committing rolls everything back.
 
 use std::collections::{HashMap, HashSet};
 
 use application::ports::{
-    DialogRecord, Origin, PreflightKey, SendChecks, SendPreflight, StoreError, StoredEvent, WriteTx,
+    DialogRecord, Origin, PreflightKey, ReadProgress, SendChecks, SendPreflight, StoreError,
+    StoredEvent, WriteTx,
 };
 use async_trait::async_trait;
 use domain::events::UserEvent;
@@ -186,10 +187,20 @@ impl PgWriteTx {
         Ok(())
     }
 
-    /// The connection for a read of the read models: every new message appended so far is
-    /// projected first, so the read sees it.
-    async fn reader(&mut self) -> Result<&mut PgConnection, StoreError> {
-        self.project_new_messages().await?;
+    /// Whether a new message of `owner` waits to be projected.
+    fn unprojected_of(&self, owner: UserId) -> bool {
+        self.unprojected.iter().any(|(o, _, _)| *o == owner)
+    }
+
+    /// The connection for a read of `owner`'s read models. Each row of a read model belongs to
+    /// one owner and only that owner's events change it (every projector's statements are keyed
+    /// by the event's owner), so the new messages waiting are projected first only if one of them
+    /// is `owner`'s: a batch's mark-read between two other accounts' sends does not cut their
+    /// projection in two.
+    async fn reader(&mut self, owner: UserId) -> Result<&mut PgConnection, StoreError> {
+        if self.unprojected_of(owner) {
+            self.project_new_messages().await?;
+        }
         Ok(&mut *self.tx)
     }
 
@@ -280,7 +291,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(random_id)
-        .fetch_optional(self.reader().await?)
+        .fetch_optional(self.reader(owner).await?)
         .await
         .map_err(db_error)?;
         let Some(row) = row else { return Ok(None) };
@@ -295,7 +306,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(pts.get())
-        .fetch_optional(self.reader().await?)
+        .fetch_optional(self.reader(owner).await?)
         .await
         .map_err(db_error)?;
         match row.as_ref().map(rows::stored_event).transpose()? {
@@ -313,7 +324,7 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         ids: &[BoxId],
     ) -> Result<Vec<OwnerMessage>, StoreError> {
-        messages_by_ids(self.reader().await?, owner, ids).await
+        messages_by_ids(self.reader(owner).await?, owner, ids).await
     }
 
     async fn message_by_shared_id(
@@ -327,31 +338,14 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(message_id.0)
-        .fetch_optional(self.reader().await?)
+        .fetch_optional(self.reader(owner).await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(owner_message).transpose()
     }
 
-    // message_boxes_message: (owner_user_id, message_id).
-    async fn box_id_by_shared_id(
-        &mut self,
-        owner: UserId,
-        message_id: MessageId,
-    ) -> Result<Option<BoxId>, StoreError> {
-        let raw: Option<i32> = sqlx::query_scalar(
-            "SELECT box_id FROM message_boxes WHERE owner_user_id = $1 AND message_id = $2 ORDER BY box_id LIMIT 1",
-        )
-        .bind(owner.get())
-        .bind(message_id.0)
-        .fetch_optional(self.reader().await?)
-        .await
-        .map_err(db_error)?;
-        raw.map(|b| rows::box_id(b, "box_id")).transpose()
-    }
-
     async fn profile_photos(&mut self, owner: UserId) -> Result<Vec<Photo>, StoreError> {
-        crate::postgres::profile_photos::of_owner(self.reader().await?, owner).await
+        crate::postgres::profile_photos::of_owner(self.reader(owner).await?, owner).await
     }
 
     async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
@@ -360,7 +354,7 @@ impl WriteTx for PgWriteTx {
         )
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_one(self.reader().await?)
+        .fetch_one(self.reader(owner).await?)
         .await
         .map_err(db_error)
     }
@@ -463,7 +457,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_optional(self.reader().await?)
+        .fetch_optional(self.reader(owner).await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(dialog).transpose()
@@ -490,7 +484,7 @@ impl WriteTx for PgWriteTx {
         .bind(peer.get())
         .bind(below)
         .bind(limit.max(0))
-        .fetch_all(self.reader().await?)
+        .fetch_all(self.reader(owner).await?)
         .await
         .map_err(db_error)?;
         raw.into_iter().map(|b| rows::box_id(b, "box_id")).collect()
@@ -510,48 +504,50 @@ impl WriteTx for PgWriteTx {
         .bind(owner.get())
         .bind(peer.get())
         .bind(&raw)
-        .fetch_one(self.reader().await?)
+        .fetch_one(self.reader(owner).await?)
         .await
         .map_err(db_error)
     }
 
-    async fn incoming_after(
+    /// Three scalar subqueries, each an index seek: the count (message_boxes_history), the newest
+    /// incoming message at or below the mark and the peer's box of it (message_boxes_message), the
+    /// peer's dialog (its primary key).
+    async fn read_progress(
         &mut self,
-        owner: UserId,
+        reader: UserId,
         peer: UserId,
         max_id: i32,
-    ) -> Result<i32, StoreError> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM message_boxes \
-             WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND NOT outgoing AND box_id > $3",
-        )
-        .bind(owner.get())
-        .bind(peer.get())
-        .bind(max_id)
-        .fetch_one(self.reader().await?)
-        .await
-        .map_err(db_error)?;
-        Ok(i32::try_from(n).unwrap_or(i32::MAX))
-    }
-
-    async fn newest_incoming_at_or_below(
-        &mut self,
-        owner: UserId,
-        peer: UserId,
-        max_id: i32,
-    ) -> Result<Option<OwnerMessage>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {BOX_COLUMNS} FROM message_boxes \
-             WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND NOT outgoing AND box_id <= $3 \
-             ORDER BY box_id DESC LIMIT 1"
-        ))
-        .bind(owner.get())
-        .bind(peer.get())
-        .bind(max_id)
-        .fetch_optional(self.reader().await?)
-        .await
-        .map_err(db_error)?;
-        row.as_ref().map(owner_message).transpose()
+    ) -> Result<ReadProgress, StoreError> {
+        if self.unprojected_of(peer) {
+            self.project_new_messages().await?;
+        }
+        let (still_unread, senders_box, senders_read_outbox_max_id): (i64, Option<i32>, Option<i32>) =
+            sqlx::query_as(
+                "SELECT \
+                   (SELECT count(*) FROM message_boxes \
+                     WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND NOT outgoing AND box_id > $3), \
+                   (SELECT s.box_id FROM message_boxes s \
+                     WHERE s.owner_user_id = $2 AND s.message_id = \
+                       (SELECT r.message_id FROM message_boxes r \
+                         WHERE r.owner_user_id = $1 AND r.peer_user_id = $2 AND NOT r.deleted AND NOT r.outgoing \
+                           AND r.box_id <= $3 \
+                         ORDER BY r.box_id DESC LIMIT 1) \
+                     ORDER BY s.box_id LIMIT 1), \
+                   (SELECT read_outbox_max_id FROM dialogs WHERE user_id = $2 AND peer_user_id = $1)",
+            )
+            .bind(reader.get())
+            .bind(peer.get())
+            .bind(max_id)
+            .fetch_one(self.reader(reader).await?)
+            .await
+            .map_err(db_error)?;
+        Ok(ReadProgress {
+            still_unread: i32::try_from(still_unread).unwrap_or(i32::MAX),
+            senders_box: senders_box
+                .map(|b| rows::box_id(b, "message_boxes.box_id"))
+                .transpose()?,
+            senders_read_outbox_max_id,
+        })
     }
 
     /// In the order of `ids`, repeats left out.
@@ -570,7 +566,7 @@ impl WriteTx for PgWriteTx {
         )
         .bind(owner.get())
         .bind(&raw)
-        .fetch_all(self.reader().await?)
+        .fetch_all(self.reader(owner).await?)
         .await
         .map_err(db_error)?;
         let mut unread: HashSet<i32> = unread.into_iter().collect();
@@ -586,14 +582,14 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         folder_id: i16,
     ) -> Result<Vec<UserId>, StoreError> {
-        crate::postgres::queries::pinned_peers(self.reader().await?, owner, folder_id).await
+        crate::postgres::queries::pinned_peers(self.reader(owner).await?, owner, folder_id).await
     }
 
     async fn dialog_filters(
         &mut self,
         owner: UserId,
     ) -> Result<application::ports::FilterSet, StoreError> {
-        crate::postgres::queries::dialog_filters(self.reader().await?, owner).await
+        crate::postgres::queries::dialog_filters(self.reader(owner).await?, owner).await
     }
 
     async fn contact(
@@ -607,14 +603,14 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_optional(self.reader().await?)
+        .fetch_optional(self.reader(owner).await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(contact).transpose()
     }
 
     async fn peer_bar_hidden(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
-        crate::postgres::queries::bar_hidden(self.reader().await?, owner, peer).await
+        crate::postgres::queries::bar_hidden(self.reader(owner).await?, owner, peer).await
     }
 
     async fn archived_unmuted(
@@ -630,7 +626,7 @@ impl WriteTx for PgWriteTx {
         .bind(owner.get())
         .bind(peer.get())
         .bind(now)
-        .fetch_one(self.reader().await?)
+        .fetch_one(self.reader(owner).await?)
         .await
         .map_err(db_error)
     }
@@ -640,7 +636,7 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         peer: UserId,
     ) -> Result<domain::events::PeerNotify, StoreError> {
-        crate::postgres::queries::notify_settings(self.reader().await?, owner, peer).await
+        crate::postgres::queries::notify_settings(self.reader(owner).await?, owner, peer).await
     }
 
     async fn next_message_id(&mut self) -> Result<MessageId, StoreError> {
@@ -694,11 +690,15 @@ impl WriteTx for PgWriteTx {
         let (kind, version) = (event.kind(), event.version());
         self.forget_preflights_changed_by(owner, &event);
         if matches!(event, UserEvent::NewMessage(_)) {
-            // Projected with the others before the next read or other event, or at commit.
+            // Projected with the others before the next read or other event of an owner with
+            // one waiting, or at commit.
             self.unprojected.push((owner, pts, event));
         } else {
-            // Events are projected in log order: the new messages before this one first.
-            self.project_new_messages().await?;
+            // Each owner's events are projected in its log's order: its new messages before
+            // this one first (another owner's rows do not depend on them; see `reader`).
+            if self.unprojected_of(owner) {
+                self.project_new_messages().await?;
+            }
             projections::apply(&mut self.tx, owner, pts, &event)
                 .await
                 .map_err(projection_error)?;

@@ -329,12 +329,8 @@ pub async fn delete(
 pub async fn read_history(store: &PgStore, reader: UserId, peer: UserId, max_id: BoxId, date: i32) {
     let mut tx = store.begin().await.expect("begin");
     tx.lock_users(&[reader, peer]).await.expect("lock");
-    let newest = tx
-        .newest_incoming_at_or_below(reader, peer, max_id.get())
-        .await
-        .expect("read");
-    let still_unread_count = tx
-        .incoming_after(reader, peer, max_id.get())
+    let progress = tx
+        .read_progress(reader, peer, max_id.get())
         .await
         .expect("read");
     tx.append(
@@ -342,30 +338,24 @@ pub async fn read_history(store: &PgStore, reader: UserId, peer: UserId, max_id:
         UserEvent::ReadHistoryInbox(ReadHistoryInbox {
             peer_id: peer,
             max_id,
-            still_unread_count,
+            still_unread_count: progress.still_unread,
         }),
         Origin::default(),
     )
     .await
     .expect("append");
-    if let Some(m) = newest {
-        if let Some(theirs) = tx
-            .message_by_shared_id(peer, m.message_id)
-            .await
-            .expect("read")
-        {
-            tx.append(
-                peer,
-                UserEvent::ReadHistoryOutbox(ReadHistoryOutbox {
-                    peer_id: reader,
-                    max_id: theirs.id,
-                    date,
-                }),
-                Origin::default(),
-            )
-            .await
-            .expect("append");
-        }
+    if let Some(theirs) = progress.senders_box {
+        tx.append(
+            peer,
+            UserEvent::ReadHistoryOutbox(ReadHistoryOutbox {
+                peer_id: reader,
+                max_id: theirs,
+                date,
+            }),
+            Origin::default(),
+        )
+        .await
+        .expect("append");
     }
     tx.commit().await.expect("commit");
 }
