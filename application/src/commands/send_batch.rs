@@ -16,15 +16,16 @@
 //! answered with its error and its neighbours go on; one that fails after writing is answered with
 //! its error and the batch runs again without it in a new transaction (no savepoint per write).
 //! The sends' new messages are projected together, one statement per table, before the next
-//! read or other event of an account with one waiting and at the end. The counters stay in the transaction's memory across the
-//! batch, so each account's pts stay dense and in commit order; a random_id repeated within the
-//! batch finds the earlier send's box (same transaction) and is answered with it; a write reads
-//! what the writes before it in the batch wrote. Nobody is answered before the commit, so a crash
-//! loses only unanswered writes. If the batch itself fails (its BEGIN, lock, a second write
-//! failing after writing, or the commit), nothing of it was committed — or, if the commit's
-//! outcome is unknown, each write of it is safe to run again (a send is idempotent by random_id,
-//! a mark-read or a deletion done finds nothing left to do, an edit done answers
-//! `MESSAGE_NOT_MODIFIED` as a client's own retry would) — and each write is run again alone.
+//! read or other event of an account with one waiting and at the end. The counters stay in the
+//! transaction's memory across the batch, so each account's pts stay dense and in commit order;
+//! a random_id repeated within the batch finds the earlier send's box (same transaction) and is
+//! answered with it; a write reads what the writes before it in the batch wrote. Nobody is answered
+//! before the commit, so a crash loses only unanswered writes. If the batch itself fails (its
+//! BEGIN, lock, a second write failing after writing, or the commit), nothing of it was committed —
+//! or, if the commit's outcome is unknown, each write of it is safe to run again (a send is
+//! idempotent by random_id, a mark-read or a deletion done finds nothing left to do, an edit done
+//! answers `MESSAGE_NOT_MODIFIED` as a client's own retry would) — and each write is run again
+//! alone.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -187,18 +187,18 @@ impl PgWriteTx {
         Ok(())
     }
 
-    /// Whether a new message of `owner` waits to be projected.
-    fn unprojected_of(&self, owner: UserId) -> bool {
-        self.unprojected.iter().any(|(o, _, _)| *o == owner)
+    /// Whether a new message of one of `owners` waits to be projected.
+    fn unprojected_of(&self, owners: &[UserId]) -> bool {
+        self.unprojected.iter().any(|(o, _, _)| owners.contains(o))
     }
 
-    /// The connection for a read of `owner`'s read models. Each row of a read model belongs to
+    /// The connection for a read of `owners`' read models. Each row of a read model belongs to
     /// one owner and only that owner's events change it (every projector's statements are keyed
     /// by the event's owner), so the new messages waiting are projected first only if one of them
-    /// is `owner`'s: a batch's mark-read between two other accounts' sends does not cut their
-    /// projection in two.
-    async fn reader(&mut self, owner: UserId) -> Result<&mut PgConnection, StoreError> {
-        if self.unprojected_of(owner) {
+    /// is one of `owners`': a batch's mark-read between two other accounts' sends does not cut
+    /// their projection in two.
+    async fn reader(&mut self, owners: &[UserId]) -> Result<&mut PgConnection, StoreError> {
+        if self.unprojected_of(owners) {
             self.project_new_messages().await?;
         }
         Ok(&mut *self.tx)
@@ -291,7 +291,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(random_id)
-        .fetch_optional(self.reader(owner).await?)
+        .fetch_optional(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)?;
         let Some(row) = row else { return Ok(None) };
@@ -306,7 +306,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(pts.get())
-        .fetch_optional(self.reader(owner).await?)
+        .fetch_optional(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)?;
         match row.as_ref().map(rows::stored_event).transpose()? {
@@ -324,7 +324,7 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         ids: &[BoxId],
     ) -> Result<Vec<OwnerMessage>, StoreError> {
-        messages_by_ids(self.reader(owner).await?, owner, ids).await
+        messages_by_ids(self.reader(&[owner]).await?, owner, ids).await
     }
 
     async fn message_by_shared_id(
@@ -338,14 +338,14 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(message_id.0)
-        .fetch_optional(self.reader(owner).await?)
+        .fetch_optional(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(owner_message).transpose()
     }
 
     async fn profile_photos(&mut self, owner: UserId) -> Result<Vec<Photo>, StoreError> {
-        crate::postgres::profile_photos::of_owner(self.reader(owner).await?, owner).await
+        crate::postgres::profile_photos::of_owner(self.reader(&[owner]).await?, owner).await
     }
 
     async fn is_blocked(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
@@ -354,7 +354,7 @@ impl WriteTx for PgWriteTx {
         )
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_one(self.reader(owner).await?)
+        .fetch_one(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)
     }
@@ -457,7 +457,7 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_optional(self.reader(owner).await?)
+        .fetch_optional(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(dialog).transpose()
@@ -484,7 +484,7 @@ impl WriteTx for PgWriteTx {
         .bind(peer.get())
         .bind(below)
         .bind(limit.max(0))
-        .fetch_all(self.reader(owner).await?)
+        .fetch_all(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)?;
         raw.into_iter().map(|b| rows::box_id(b, "box_id")).collect()
@@ -504,7 +504,7 @@ impl WriteTx for PgWriteTx {
         .bind(owner.get())
         .bind(peer.get())
         .bind(&raw)
-        .fetch_one(self.reader(owner).await?)
+        .fetch_one(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)
     }
@@ -518,9 +518,6 @@ impl WriteTx for PgWriteTx {
         peer: UserId,
         max_id: i32,
     ) -> Result<ReadProgress, StoreError> {
-        if self.unprojected_of(peer) {
-            self.project_new_messages().await?;
-        }
         let (still_unread, senders_box, senders_read_outbox_max_id): (i64, Option<i32>, Option<i32>) =
             sqlx::query_as(
                 "SELECT \
@@ -538,7 +535,7 @@ impl WriteTx for PgWriteTx {
             .bind(reader.get())
             .bind(peer.get())
             .bind(max_id)
-            .fetch_one(self.reader(reader).await?)
+            .fetch_one(self.reader(&[reader, peer]).await?)
             .await
             .map_err(db_error)?;
         Ok(ReadProgress {
@@ -566,7 +563,7 @@ impl WriteTx for PgWriteTx {
         )
         .bind(owner.get())
         .bind(&raw)
-        .fetch_all(self.reader(owner).await?)
+        .fetch_all(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)?;
         let mut unread: HashSet<i32> = unread.into_iter().collect();
@@ -582,14 +579,14 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         folder_id: i16,
     ) -> Result<Vec<UserId>, StoreError> {
-        crate::postgres::queries::pinned_peers(self.reader(owner).await?, owner, folder_id).await
+        crate::postgres::queries::pinned_peers(self.reader(&[owner]).await?, owner, folder_id).await
     }
 
     async fn dialog_filters(
         &mut self,
         owner: UserId,
     ) -> Result<application::ports::FilterSet, StoreError> {
-        crate::postgres::queries::dialog_filters(self.reader(owner).await?, owner).await
+        crate::postgres::queries::dialog_filters(self.reader(&[owner]).await?, owner).await
     }
 
     async fn contact(
@@ -603,14 +600,14 @@ impl WriteTx for PgWriteTx {
         ))
         .bind(owner.get())
         .bind(peer.get())
-        .fetch_optional(self.reader(owner).await?)
+        .fetch_optional(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)?;
         row.as_ref().map(contact).transpose()
     }
 
     async fn peer_bar_hidden(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
-        crate::postgres::queries::bar_hidden(self.reader(owner).await?, owner, peer).await
+        crate::postgres::queries::bar_hidden(self.reader(&[owner]).await?, owner, peer).await
     }
 
     async fn archived_unmuted(
@@ -626,7 +623,7 @@ impl WriteTx for PgWriteTx {
         .bind(owner.get())
         .bind(peer.get())
         .bind(now)
-        .fetch_one(self.reader(owner).await?)
+        .fetch_one(self.reader(&[owner]).await?)
         .await
         .map_err(db_error)
     }
@@ -636,7 +633,7 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         peer: UserId,
     ) -> Result<domain::events::PeerNotify, StoreError> {
-        crate::postgres::queries::notify_settings(self.reader(owner).await?, owner, peer).await
+        crate::postgres::queries::notify_settings(self.reader(&[owner]).await?, owner, peer).await
     }
 
     async fn next_message_id(&mut self) -> Result<MessageId, StoreError> {
@@ -696,7 +693,7 @@ impl WriteTx for PgWriteTx {
         } else {
             // Each owner's events are projected in its log's order: its new messages before
             // this one first (another owner's rows do not depend on them; see `reader`).
-            if self.unprojected_of(owner) {
+            if self.unprojected_of(&[owner]) {
                 self.project_new_messages().await?;
             }
             projections::apply(&mut self.tx, owner, pts, &event)
