@@ -718,6 +718,7 @@ async fn measure(args: &Args, server: &Server, db: &str) -> anyhow::Result<Figur
     };
     bench.settle(&arrivals).await;
     let mut steps = Vec::new();
+    let mut ramp_saturated = false;
     for &rate in &args.rates {
         let step = bench.step(rate).await;
         eprintln!(
@@ -725,17 +726,14 @@ async fn measure(args: &Args, server: &Server, db: &str) -> anyhow::Result<Figur
             rate, step.achieved_rate, step.send_p99_ms, step.relay_lag_max_s, step.wal_unflushed_max_bytes, step.wal_unsent_max_bytes, step.walsender_cpu_pct, step.server_cpu_pct,
             step.stages.read, step.stages.ack, step.stages.receive
         );
-        let saturated = step.achieved_rate < rate * args.saturated_below;
+        ramp_saturated = step.achieved_rate < rate * args.saturated_below;
         steps.push(step);
         bench.settle(&arrivals).await;
-        if saturated {
+        if ramp_saturated {
             break;
         }
     }
     let max_rate = steps.iter().map(|s| s.achieved_rate).fold(0.0, f64::max);
-    let ramp_saturated = steps
-        .iter()
-        .any(|s| s.achieved_rate < s.rate_asked * args.saturated_below);
     let mut target = bench.step((max_rate * TARGET_SHARE).round()).await;
     target.at_target_share = true;
     eprintln!(
