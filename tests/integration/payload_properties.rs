@@ -1,7 +1,7 @@
 //! Property tests over the JSON API (issue 11, items 1 and 4):
 //!
 //! - any request the API accepts (random texts with random entities within the limits, replies with
-//!   quotes, dialog filters with title entities) produces events that round-trip through jsonb, the
+//!   quotes, dialog filters with title entities) produces events that round-trip through the log (its json payload), the
 //!   relay's decoder (pushes), getDifference and verify, with exactly the entities sent;
 //! - random and mutated JSON bodies sent to every method get a TL answer with a 2xx or 4xx status,
 //!   never a 500, and the server keeps serving.
@@ -229,7 +229,7 @@ async fn accepted_requests_round_trip_through_the_log_pushes_and_verify() {
         expected.push((body, stored, quote));
     }
 
-    // getDifference (jsonb, the decoder, the TL rendering) shows exactly what was sent.
+    // getDifference (the stored text, the decoder, the TL rendering) shows exactly what was sent.
     let (messages, _) = all_messages(&bob).await;
     assert_eq!(messages.len(), expected.len());
     for (m, (body, entities, quote)) in messages.iter().zip(&expected) {

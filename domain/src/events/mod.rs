@@ -62,6 +62,36 @@ pub fn payload_size(payload: &serde_json::Value) -> usize {
     count.0
 }
 
+/// An event's payload alone, serialized by its own type (one match for the Value and the text).
+struct PayloadOf<'a>(&'a UserEvent);
+
+impl Serialize for PayloadOf<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            UserEvent::NewMessage(e) => e.serialize(s),
+            UserEvent::EditMessage(e) => e.serialize(s),
+            UserEvent::DeleteMessages(e) => e.serialize(s),
+            UserEvent::ReadHistoryInbox(e) => e.serialize(s),
+            UserEvent::ReadHistoryOutbox(e) => e.serialize(s),
+            UserEvent::ReadMessageContents(e) => e.serialize(s),
+            UserEvent::PeerBlocked(e) => e.serialize(s),
+            UserEvent::DialogPinned(e) => e.serialize(s),
+            UserEvent::PinnedDialogs(e) => e.serialize(s),
+            UserEvent::DialogUnreadMark(e) => e.serialize(s),
+            UserEvent::FolderPeers(e) => e.serialize(s),
+            UserEvent::DialogFilter(e) => e.serialize(s),
+            UserEvent::DialogFilterOrder(e) => e.serialize(s),
+            UserEvent::DialogFilterTags(e) => e.serialize(s),
+            UserEvent::ContactSaved(e) => e.serialize(s),
+            UserEvent::ContactDeleted(e) => e.serialize(s),
+            UserEvent::ContactsReset(e) => e.serialize(s),
+            UserEvent::PeerSettings(e) => e.serialize(s),
+            UserEvent::NotifySettings(e) => e.serialize(s),
+            UserEvent::ProfilePhotoChanged(e) => e.serialize(s),
+        }
+    }
+}
+
 /// One event of one account's log, before or after it got its pts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UserEvent {
@@ -240,40 +270,22 @@ impl UserEvent {
     }
 
     pub fn payload(&self) -> serde_json::Value {
-        let v = match self {
-            UserEvent::NewMessage(e) => serde_json::to_value(e),
-            UserEvent::EditMessage(e) => serde_json::to_value(e),
-            UserEvent::DeleteMessages(e) => serde_json::to_value(e),
-            UserEvent::ReadHistoryInbox(e) => serde_json::to_value(e),
-            UserEvent::ReadHistoryOutbox(e) => serde_json::to_value(e),
-            UserEvent::ReadMessageContents(e) => serde_json::to_value(e),
-            UserEvent::PeerBlocked(e) => serde_json::to_value(e),
-            UserEvent::DialogPinned(e) => serde_json::to_value(e),
-            UserEvent::PinnedDialogs(e) => serde_json::to_value(e),
-            UserEvent::DialogUnreadMark(e) => serde_json::to_value(e),
-            UserEvent::FolderPeers(e) => serde_json::to_value(e),
-            UserEvent::DialogFilter(e) => serde_json::to_value(e),
-            UserEvent::DialogFilterOrder(e) => serde_json::to_value(e),
-            UserEvent::DialogFilterTags(e) => serde_json::to_value(e),
-            UserEvent::ContactSaved(e) => serde_json::to_value(e),
-            UserEvent::ContactDeleted(e) => serde_json::to_value(e),
-            UserEvent::ContactsReset(e) => serde_json::to_value(e),
-            UserEvent::PeerSettings(e) => serde_json::to_value(e),
-            UserEvent::NotifySettings(e) => serde_json::to_value(e),
-            UserEvent::ProfilePhotoChanged(e) => serde_json::to_value(e),
-        };
         // Serializing plain structs of strings and numbers into a Value cannot fail.
-        v.unwrap_or(serde_json::Value::Null)
+        serde_json::to_value(PayloadOf(self)).unwrap_or(serde_json::Value::Null)
     }
 
-    /// The payload to append, refused with [`DomainError::EventTooLarge`] when its compact JSON
-    /// is over [`MAX_EVENT_PAYLOAD_BYTES`] (every reader, the relay and Kafka can then hold it).
-    pub fn checked_payload(&self) -> Result<serde_json::Value, crate::DomainError> {
-        let payload = self.payload();
-        if payload_size(&payload) > MAX_EVENT_PAYLOAD_BYTES {
+    /// The payload to append as the log stores it (compact JSON text, serialized once from the
+    /// typed event), refused with [`DomainError::EventTooLarge`] when it is over
+    /// [`MAX_EVENT_PAYLOAD_BYTES`] (every reader, the relay and Kafka can then hold it).
+    pub fn checked_payload(&self) -> Result<String, crate::DomainError> {
+        // Plain structs of strings and numbers always serialize; an error would be a bug in a
+        // payload type, and appending nothing is the safe answer to it.
+        let text = serde_json::to_string(&PayloadOf(self))
+            .map_err(|_| crate::DomainError::EventTooLarge)?;
+        if text.len() > MAX_EVENT_PAYLOAD_BYTES {
             return Err(crate::DomainError::EventTooLarge);
         }
-        Ok(payload)
+        Ok(text)
     }
 
     /// Reads a stored event, upcasting older payload versions to today's shape.
@@ -482,7 +494,13 @@ mod tests {
         let empty = payload_size(&event(String::new()).payload());
         let at_cap = event("a".repeat(MAX_EVENT_PAYLOAD_BYTES - empty));
         assert_eq!(payload_size(&at_cap.payload()), MAX_EVENT_PAYLOAD_BYTES);
-        assert!(at_cap.checked_payload().is_ok());
+        let stored = at_cap.checked_payload().unwrap();
+        assert_eq!(stored.len(), MAX_EVENT_PAYLOAD_BYTES);
+        // The stored text is the payload, read back as the same value.
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&stored).unwrap(),
+            at_cap.payload()
+        );
         let over = event("a".repeat(MAX_EVENT_PAYLOAD_BYTES - empty + 1));
         assert_eq!(
             over.checked_payload(),

@@ -171,7 +171,7 @@ impl LogExport {
 
 fn record(row: &PgRow) -> Result<LogRecord, sqlx::Error> {
     let committed_at: DateTime<Utc> = row.try_get("committed_at")?;
-    // A payload that cannot be read (valid jsonb nested past serde_json's recursion limit,
+    // A payload that cannot be read (valid JSON nested past serde_json's recursion limit,
     // written behind the application's back) is exported as the relay publishes it: an
     // undecodable record without its payload (docs/events.md), so the export goes on.
     let (payload, undecodable) = match row.try_get("payload") {

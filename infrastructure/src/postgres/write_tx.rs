@@ -46,7 +46,8 @@ struct PendingEvent {
     pts_count: i32,
     kind: &'static str,
     version: i16,
-    payload: serde_json::Value,
+    /// Compact JSON, as `UserEvent::checked_payload` made it.
+    payload: String,
     auth_key_id: i64,
     session_id: i64,
 }
@@ -795,8 +796,9 @@ impl WriteTx for PgWriteTx {
                    WHERE s.user_id = v.user_id) \
                  INSERT INTO user_update_events \
                    (user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id) \
-                 SELECT * FROM unnest($4::bigint[], $5::int[], $6::int[], $7::text[], $8::smallint[], \
-                                      $9::jsonb[], $10::bigint[], $11::bigint[])",
+                 SELECT u, p, c, k, v, t::json, a, s \
+                 FROM unnest($4::bigint[], $5::int[], $6::int[], $7::text[], $8::smallint[], \
+                             $9::text[], $10::bigint[], $11::bigint[]) AS e(u, p, c, k, v, t, a, s)",
             )
             .bind(&users)
             .bind(&seq_pts)

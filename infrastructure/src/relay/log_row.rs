@@ -45,8 +45,9 @@ pub fn log_record(row: &Row<'_>) -> Result<LogRecord, DecodeError> {
 
 /// The payload as JSON, or why it cannot be published.
 fn payload(text: &str) -> Result<serde_json::Value, String> {
-    // jsonb's text form has a space after each `:` and `,`, so it may be up to about twice the
-    // compact size; anything longer is over the cap without parsing it.
+    // The application writes compact text, but events written before migration 0022 (or behind its
+    // back) may be spelled like jsonb's text form, with a space after each `:` and `,`: up to about
+    // twice the compact size. Anything longer is over the cap without parsing it.
     if text.len() > 2 * MAX_EVENT_PAYLOAD_BYTES + 2 {
         return Err(format!(
             "payload of {} bytes is over the {MAX_EVENT_PAYLOAD_BYTES}-byte cap",
@@ -55,7 +56,7 @@ fn payload(text: &str) -> Result<serde_json::Value, String> {
     }
     let payload: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("payload is not readable JSON: {e}"))?;
-    // Both escape alike, so the compact form is never longer than jsonb's: count only when the
+    // Both escape alike, so the compact form is never longer than the text: count only when the
     // text alone is over the cap.
     if text.len() <= MAX_EVENT_PAYLOAD_BYTES {
         return Ok(payload);

@@ -37,6 +37,7 @@ async fn write_transactions() {
     counters_that_would_overflow_are_exhausted(&db).await;
     new_messages_are_seen_by_the_transactions_own_reads(&db).await;
     crate::log::the_log_rejects_update_delete_and_truncate(&db).await;
+    crate::log::the_log_keeps_the_payload_as_written(&db).await;
     db.drop().await;
 }
 

@@ -1,0 +1,12 @@
+-- The log's payload as json (its text, checked to be JSON) instead of jsonb (a parsed tree).
+-- Nothing reads inside a payload in SQL but the outbox-read index below; every reader (getDifference,
+-- the relay's walsender, the export, rebuilds) wants the text, and jsonb had to be printed back to
+-- text on every read: for getDifference's 100 events that was about half of its statement's time.
+-- The application sends the compact text it serialized once from the typed event, which json only
+-- checks on the way in, where jsonb parsed and rebuilt it.
+--
+-- Rewrites every partition of the log under an exclusive lock (the existing payloads keep jsonb's
+-- text form); on a large log run it in a maintenance window (docs/operations.md, "Upgrading").
+-- The partial index user_update_events_outbox_read is rebuilt by the same statement: ->> works on
+-- json alike, and only read_history_outbox rows are parsed for it.
+ALTER TABLE user_update_events ALTER COLUMN payload TYPE json USING payload::json;
