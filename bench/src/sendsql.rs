@@ -5,7 +5,8 @@
 //!
 //! Values the application computes in Rust (the next pts and box ids from the locked counters, the
 //! event payload) are computed by pgbench's `\set` or, for the JSON payload, by `json_build_object`
-//! on the server, sent on as text like the application's; the statements, tables, indexes touched and their order are the application's.
+//! on the server, sent on as text like the application's; the statements, tables, indexes touched
+//! and their order are the application's.
 
 /// The columns `find_by_random_id` reads (rows::BOX_COLUMNS plus pts).
 const BOX_COLUMNS: &str =
