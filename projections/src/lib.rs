@@ -19,6 +19,7 @@ pub mod peer_settings;
 pub mod profile_photos;
 pub mod rebuild;
 pub mod repair;
+pub mod reverse_contacts;
 mod shadow;
 pub mod status;
 pub mod verify;
@@ -45,6 +46,7 @@ pub enum Projection {
     DialogFilters,
     DialogFilterSettings,
     Contacts,
+    ReverseContacts,
     PeerSettings,
     NotifySettings,
     ProfilePhotos,
@@ -52,13 +54,14 @@ pub enum Projection {
 
 impl Projection {
     /// Every projection, in dependency order (a projection may read only those before it).
-    pub const ALL: [Projection; 9] = [
+    pub const ALL: [Projection; 10] = [
         Projection::MessageBoxes,
         Projection::Dialogs,
         Projection::ContactBlocks,
         Projection::DialogFilters,
         Projection::DialogFilterSettings,
         Projection::Contacts,
+        Projection::ReverseContacts,
         Projection::PeerSettings,
         Projection::NotifySettings,
         Projection::ProfilePhotos,
@@ -73,6 +76,7 @@ impl Projection {
             Projection::DialogFilters => dialog_filters::NAME,
             Projection::DialogFilterSettings => dialog_filter_settings::NAME,
             Projection::Contacts => contacts::NAME,
+            Projection::ReverseContacts => reverse_contacts::NAME,
             Projection::PeerSettings => peer_settings::NAME,
             Projection::NotifySettings => notify_settings::NAME,
             Projection::ProfilePhotos => profile_photos::NAME,
@@ -87,6 +91,7 @@ impl Projection {
             Projection::DialogFilters => dialog_filters::VERSION,
             Projection::DialogFilterSettings => dialog_filter_settings::VERSION,
             Projection::Contacts => contacts::VERSION,
+            Projection::ReverseContacts => reverse_contacts::VERSION,
             Projection::PeerSettings => peer_settings::VERSION,
             Projection::NotifySettings => notify_settings::VERSION,
             Projection::ProfilePhotos => profile_photos::VERSION,
@@ -124,6 +129,7 @@ impl Projection {
             // One row per owner: the key is the owner alone.
             Projection::DialogFilterSettings => ["user_id", "user_id"],
             Projection::Contacts => ["owner_user_id", "contact_user_id"],
+            Projection::ReverseContacts => ["owner_user_id", "contact_user_id"],
             Projection::PeerSettings => ["owner_user_id", "peer_user_id"],
             Projection::NotifySettings => ["owner_user_id", "peer_user_id"],
             Projection::ProfilePhotos => ["owner_user_id", "photo_id"],
@@ -147,6 +153,7 @@ impl Projection {
                 dialog_filter_settings::apply(conn, owner, pts, event).await
             }
             Projection::Contacts => contacts::apply(conn, owner, pts, event).await,
+            Projection::ReverseContacts => reverse_contacts::apply(conn, owner, pts, event).await,
             Projection::PeerSettings => peer_settings::apply(conn, owner, pts, event).await,
             Projection::NotifySettings => notify_settings::apply(conn, owner, pts, event).await,
             Projection::ProfilePhotos => profile_photos::apply(conn, owner, pts, event).await,
@@ -200,6 +207,7 @@ pub async fn apply_new_messages(
                 | Projection::DialogFilters
                 | Projection::DialogFilterSettings
                 | Projection::Contacts
+                | Projection::ReverseContacts
                 | Projection::PeerSettings
                 | Projection::NotifySettings
                 | Projection::ProfilePhotos => {}
@@ -286,7 +294,7 @@ mod tests {
         assert!(position(Projection::MessageBoxes) < position(Projection::Dialogs));
         assert_eq!(
             table_list(),
-            "message_boxes, dialogs, contact_blocks, dialog_filters, dialog_filter_settings, contacts, peer_settings, notify_settings, profile_photos"
+            "message_boxes, dialogs, contact_blocks, dialog_filters, dialog_filter_settings, contacts, reverse_contacts, peer_settings, notify_settings, profile_photos"
         );
     }
 

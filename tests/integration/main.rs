@@ -16,6 +16,7 @@ mod limits;
 mod media;
 mod media_downloads;
 mod media_model;
+mod migrations;
 mod mtproto;
 mod ops_listener;
 mod organization_push;

@@ -1,6 +1,8 @@
 //! Issue 16's read costs: getHistory's count comes from the dialogs read model (kept right through
-//! sends, deletions, clears and rebuilds), and the token → caller cache of each instance stops a
-//! logged-out device at once on every instance (docs/performance.md, "Reads").
+//! sends, deletions, clears and rebuilds), `mutual_contact` from the reverse_contacts read model
+//! (one partition per look-up, kept right through saves, deletions and rebuilds), and the token →
+//! caller cache of each instance stops a logged-out device at once on every instance
+//! (docs/performance.md, "Reads" and "Reverse contacts").
 
 use std::time::{Duration, Instant};
 
@@ -147,6 +149,128 @@ async fn history_counts_follow_sends_deletions_clears_and_rebuilds() {
     let report = projections::verify(&s.pool).await.expect("verify");
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(history_count(&alice, &self_peer()).await, 2);
+    s.stop().await;
+}
+
+/// Alice's `mutual_contact` for Bob as users.getUsers answers it.
+async fn mutual(alice: &Device, to_bob: &Value) -> bool {
+    let input = json!({"_": "inputUser", "user_id": to_bob["user_id"], "access_hash": to_bob["access_hash"]});
+    let u = alice.rpc("users.getUsers", json!({"id": [input]})).await;
+    u[0]["mutual_contact"].as_bool().expect("mutual_contact")
+}
+
+async fn add_contact(d: &Device, peer: &Value, name: &str) {
+    let input =
+        json!({"_": "inputUser", "user_id": peer["user_id"], "access_hash": peer["access_hash"]});
+    d.rpc(
+        "contacts.addContact",
+        json!({"id": input, "first_name": name, "last_name": ""}),
+    )
+    .await;
+}
+
+/// Index scans on partitions of `table` anywhere in an EXPLAIN (FORMAT JSON) plan.
+fn scans_of(plan: &Value, table: &str, out: &mut Vec<String>) {
+    if let Some(relation) = plan.get("Relation Name").and_then(Value::as_str) {
+        if relation.starts_with(&format!("{table}_p")) {
+            out.push(relation.to_string());
+        }
+    }
+    for child in plan
+        .get("Plans")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        scans_of(child, table, out);
+    }
+}
+
+/// `mutual_contact` is whether the other account has the viewer in its contacts: read from
+/// reverse_contacts, whose generic plan opens the viewer's one partition (where contacts, keyed by
+/// owner, opened all 16). Right after each save and deletion, and after an online rebuild.
+#[tokio::test]
+async fn mutual_contacts_read_one_partition_and_follow_saves_deletions_and_rebuilds() {
+    let s = TestServer::start().await;
+    let alice = s.login("+15557160101", "Alice").await;
+    let bob = s.login("+15557160102", "Bob").await;
+    let to_bob = alice.peer_of("+15557160102").await;
+    let to_alice = bob.peer_of("+15557160101").await;
+
+    add_contact(&alice, &to_bob, "B").await;
+    assert!(!mutual(&alice, &to_bob).await, "Bob has not added Alice");
+    add_contact(&bob, &to_alice, "A").await;
+    assert!(mutual(&alice, &to_bob).await);
+    add_contact(&bob, &to_alice, "A renamed").await;
+    assert!(mutual(&alice, &to_bob).await, "a rename keeps the contact");
+    let input_alice = json!({"_": "inputUser", "user_id": to_alice["user_id"], "access_hash": to_alice["access_hash"]});
+    bob.rpc("contacts.deleteContacts", json!({"id": [input_alice]}))
+        .await;
+    assert!(!mutual(&alice, &to_bob).await);
+    add_contact(&bob, &to_alice, "A").await;
+    assert!(mutual(&alice, &to_bob).await);
+
+    // The server's own statement, planned generically as the pool plans it.
+    let mut conn = s.pool.acquire().await.unwrap();
+    sqlx::query("SET plan_cache_mode = force_generic_plan")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    sqlx::query(&format!(
+        "PREPARE users_seen_by(bigint, bigint[]) AS {}",
+        infrastructure::postgres::store::statements::USERS_SEEN_BY
+    ))
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    let plan: Value = sqlx::query_scalar(&format!(
+        "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE users_seen_by({}, ARRAY[{}]::bigint[])",
+        alice.user_id, to_bob["user_id"]
+    ))
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+    let mut scans = Vec::new();
+    scans_of(&plan[0]["Plan"], "reverse_contacts", &mut scans);
+    assert_eq!(
+        scans.len(),
+        1,
+        "one partition of reverse_contacts: {scans:?}"
+    );
+    for reset in ["DEALLOCATE users_seen_by", "RESET plan_cache_mode"] {
+        sqlx::query(reset).execute(&mut *conn).await.unwrap();
+    }
+    drop(conn);
+
+    // Rebuilt online from the log: the same rows, and verify has nothing to say.
+    let rows = |pool: PgPool| async move {
+        sqlx::query_as::<_, (i64, i64)>(
+            "SELECT contact_user_id, owner_user_id FROM reverse_contacts ORDER BY 1, 2",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+    };
+    let before = rows(s.pool.clone()).await;
+    assert_eq!(before.len(), 2, "{before:?}");
+    sqlx::query("DELETE FROM reverse_contacts")
+        .execute(&s.pool)
+        .await
+        .unwrap();
+    let report = projections::verify(&s.pool).await.expect("verify");
+    assert!(!report.is_clean(), "verify sees the missing rows");
+    projections::rebuild_online(
+        &s.pool,
+        &[Projection::ReverseContacts],
+        &RebuildControl::default(),
+        &mut |_| {},
+    )
+    .await
+    .expect("rebuild");
+    assert_eq!(rows(s.pool.clone()).await, before);
+    let report = projections::verify(&s.pool).await.expect("verify");
+    assert!(report.is_clean(), "{report:?}");
+    assert!(mutual(&alice, &to_bob).await);
     s.stop().await;
 }
 

@@ -86,6 +86,15 @@ async fn template() -> anyhow::Result<String> {
 /// A new empty, migrated database; answers its name.
 pub async fn fresh_database() -> anyhow::Result<String> {
     let tpl = template().await?;
+    create_database(Some(&tpl)).await
+}
+
+/// A new database without any schema, for tests of the migrations themselves; answers its name.
+pub async fn blank_database() -> anyhow::Result<String> {
+    create_database(None).await
+}
+
+async fn create_database(template: Option<&str>) -> anyhow::Result<String> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -94,7 +103,10 @@ pub async fn fresh_database() -> anyhow::Result<String> {
     let name = format!("ptslog_t_{now}_{:08x}", rand::thread_rng().gen::<u32>());
     let mut admin = PgConnection::connect(&admin_url()).await?;
     drop_stale_databases(&mut admin, now).await;
-    sqlx::query(&format!("CREATE DATABASE {name} TEMPLATE {tpl}"))
+    let from = template
+        .map(|t| format!(" TEMPLATE {t}"))
+        .unwrap_or_default();
+    sqlx::query(&format!("CREATE DATABASE {name}{from}"))
         .execute(&mut admin)
         .await?;
     Ok(name)

@@ -121,7 +121,7 @@ pub mod statements {
     pub const USERS_SEEN_BY: &str =
         "SELECT u.id, u.phone AS user_phone, u.first_name AS user_first_name, u.last_name AS user_last_name, \
            c.contact_user_id, c.first_name, c.last_name, c.phone, c.imported, c.date, \
-           EXISTS (SELECT 1 FROM contacts r WHERE r.owner_user_id = u.id AND r.contact_user_id = $1) AS has_viewer, \
+           EXISTS (SELECT 1 FROM reverse_contacts r WHERE r.contact_user_id = $1 AND r.owner_user_id = u.id) AS has_viewer, \
            (SELECT jsonb_build_object('id', pp.photo_id, 'stripped', pp.photo->'stripped') \
             FROM profile_photos pp WHERE pp.owner_user_id = u.id \
             ORDER BY pp.set_pts DESC LIMIT 1) AS profile_photo \
@@ -430,12 +430,12 @@ impl Store for PgStore {
         profile_photos::of_owner(&mut *conn, owner).await
     }
 
-    // The owner's dialogs partition; contacts_reverse.
+    // The owner's dialogs partition and its reverse_contacts partition.
     async fn profile_watchers(&self, owner: UserId, limit: i64) -> Result<Vec<UserId>, StoreError> {
         let mut conn = self.read.get().await?;
         let raw: Vec<i64> = sqlx::query_scalar(
             "SELECT peer_user_id FROM dialogs WHERE user_id = $1 AND peer_user_id <> $1 \
-             UNION SELECT owner_user_id FROM contacts WHERE contact_user_id = $1 AND owner_user_id <> $1 \
+             UNION SELECT owner_user_id FROM reverse_contacts WHERE contact_user_id = $1 AND owner_user_id <> $1 \
              LIMIT $2",
         )
         .bind(owner.get())
@@ -908,7 +908,8 @@ impl Store for PgStore {
         rows.iter().map(contact).collect()
     }
 
-    // The primary key for the viewer's own contacts; contacts_reverse for who has the viewer.
+    // The primary key for the viewer's own contacts; reverse_contacts (one partition) for who
+    // has the viewer.
     async fn contact_links(
         &self,
         viewer: UserId,
@@ -930,7 +931,7 @@ impl Store for PgStore {
         .map_err(|e| conn.failed(e))?;
         let mine = rows.iter().map(contact).collect::<Result<Vec<_>, _>>()?;
         let theirs: Vec<i64> = sqlx::query_scalar(
-            "SELECT owner_user_id FROM contacts WHERE contact_user_id = $1 AND owner_user_id = ANY($2)",
+            "SELECT owner_user_id FROM reverse_contacts WHERE contact_user_id = $1 AND owner_user_id = ANY($2)",
         )
         .bind(viewer.get())
         .bind(&raw)
