@@ -750,6 +750,7 @@ async fn random_mix_keeps_every_invariant() {
             "dialog_filters",
             "dialog_filter_settings",
             "contacts",
+            "reverse_contacts",
             "peer_settings",
             "notify_settings",
             "profile_photos"

@@ -115,7 +115,7 @@ async fn rebuild_and_verify() {
     let report = projections::verify(&db.pool).await.unwrap();
     assert!(report.is_clean(), "{:?}", report.differences);
     assert_eq!(report.events_replayed, events as u64);
-    assert_eq!(report.tables_checked.len(), 11);
+    assert_eq!(report.tables_checked.len(), 12);
 
     // A read model edited behind the projector's back.
     let tampered = sqlx::query(
