@@ -47,12 +47,11 @@ async fn reverse_contacts_are_filled_from_the_contacts_of_before() {
         .await
         .expect("the upgrade");
 
-    let mut reverse: Vec<(i64, i64)> =
+    let reverse: Vec<(i64, i64)> =
         sqlx::query_as("SELECT owner_user_id, contact_user_id FROM reverse_contacts ORDER BY 1, 2")
             .fetch_all(&pool)
             .await
             .unwrap();
-    reverse.sort_unstable();
     let mut expected = saved.clone();
     expected.sort_unstable();
     assert_eq!(reverse, expected);

@@ -169,6 +169,14 @@ async fn add_contact(d: &Device, peer: &Value, name: &str) {
     .await;
 }
 
+/// Every row of reverse_contacts as (contact, owner), in order.
+async fn reverse_rows(pool: &PgPool) -> Vec<(i64, i64)> {
+    sqlx::query_as("SELECT contact_user_id, owner_user_id FROM reverse_contacts ORDER BY 1, 2")
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
 /// Index scans on partitions of `table` anywhere in an EXPLAIN (FORMAT JSON) plan.
 fn scans_of(plan: &Value, table: &str, out: &mut Vec<String>) {
     if let Some(relation) = plan.get("Relation Name").and_then(Value::as_str) {
@@ -243,15 +251,7 @@ async fn mutual_contacts_read_one_partition_and_follow_saves_deletions_and_rebui
     drop(conn);
 
     // Rebuilt online from the log: the same rows, and verify has nothing to say.
-    let rows = |pool: PgPool| async move {
-        sqlx::query_as::<_, (i64, i64)>(
-            "SELECT contact_user_id, owner_user_id FROM reverse_contacts ORDER BY 1, 2",
-        )
-        .fetch_all(&pool)
-        .await
-        .unwrap()
-    };
-    let before = rows(s.pool.clone()).await;
+    let before = reverse_rows(&s.pool).await;
     assert_eq!(before.len(), 2, "{before:?}");
     sqlx::query("DELETE FROM reverse_contacts")
         .execute(&s.pool)
@@ -267,7 +267,7 @@ async fn mutual_contacts_read_one_partition_and_follow_saves_deletions_and_rebui
     )
     .await
     .expect("rebuild");
-    assert_eq!(rows(s.pool.clone()).await, before);
+    assert_eq!(reverse_rows(&s.pool).await, before);
     let report = projections::verify(&s.pool).await.expect("verify");
     assert!(report.is_clean(), "{report:?}");
     assert!(mutual(&alice, &to_bob).await);
