@@ -81,6 +81,10 @@ struct Args {
     open_loop_rate: Option<f64>,
 }
 
+/// The serving allocator (server/src/allocator.rs).
+#[global_allocator]
+static ALLOCATOR: ptslog_server::allocator::Serving = ptslog_server::allocator::Serving;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();

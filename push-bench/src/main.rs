@@ -982,6 +982,10 @@ fn write_markdown(path: &PathBuf, section: &str, mode: &str) -> anyhow::Result<(
     Ok(())
 }
 
+/// The serving allocator (server/src/allocator.rs).
+#[global_allocator]
+static ALLOCATOR: ptslog_server::allocator::Serving = ptslog_server::allocator::Serving;
+
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     match run(&args) {

@@ -2,6 +2,7 @@
 //! and the CLI commands.
 
 pub mod admin_token;
+pub mod allocator;
 pub mod calls;
 pub mod cli;
 pub mod config;

@@ -6,6 +6,10 @@ use ptslog_server::cli::{Cli, Command};
 use ptslog_server::Config;
 use tracing_subscriber::EnvFilter;
 
+/// The serving allocator (server/src/allocator.rs).
+#[global_allocator]
+static ALLOCATOR: ptslog_server::allocator::Serving = ptslog_server::allocator::Serving;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     // Logs go to stderr: stdout carries what commands print (an export streams there).

@@ -79,6 +79,10 @@ impl Figure {
     }
 }
 
+/// The serving allocator (server/src/allocator.rs).
+#[global_allocator]
+static ALLOCATOR: ptslog_server::allocator::Serving = ptslog_server::allocator::Serving;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
