@@ -1,4 +1,4 @@
-use application::ports::{DialogCursor, SearchFilter, Store};
+use application::ports::{DialogCursor, SearchFilter, Store, StoreError};
 use domain::history_window::HistoryWindow;
 use domain::message::OwnerMessage;
 
@@ -15,6 +15,27 @@ async fn store_reads() {
     search_escapes_and_windows(&db).await;
     dialog_pages_follow_the_list_order(&db).await;
     profile_watchers_stop_at_their_limit(&db).await;
+    db.drop().await;
+}
+
+/// A result's columns are checked to be of their types once, when their positions are found
+/// (each value is then read unchecked in release builds): a column altered to another type reads
+/// as corrupt, naming the column, rather than as wrong values.
+#[tokio::test]
+async fn a_column_of_another_type_reads_as_corrupt() {
+    let db = TestDb::new().await;
+    let (a, b) = (db.user("+15550700001").await, db.user("+15550700002").await);
+    send(&db.store, a, b, "typed", 100).await;
+    let window = HistoryWindow::new(0, 0, 0, 10, 0, 0);
+    // Before any read, so no prepared statement has the old result type.
+    sqlx::query("ALTER TABLE message_boxes ALTER COLUMN grouped_id TYPE text")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    match db.store.history(a, b, &window).await {
+        Err(StoreError::Corrupt(why)) => assert!(why.contains("grouped_id"), "{why}"),
+        other => panic!("expected a corrupt column, got {other:?}"),
+    }
     db.drop().await;
 }
 
