@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use application::ports::StoreError;
 use domain::message::OwnerMessage;
 use domain::{BoxId, UserId};
+use sqlx::postgres::PgRow;
 use sqlx::PgExecutor;
 
 use crate::error::db_error;
@@ -22,23 +23,31 @@ pub(crate) fn messages_by_ids_sql() -> &'static str {
     &SQL
 }
 
-pub(crate) async fn messages_by_ids<'e>(
+/// The rows of [`messages_by_ids_sql`]; the statement's own error, so that a read connection it
+/// broke can be let go ([`super::read_pool::ReadConn::failed`]).
+pub(crate) async fn messages_by_ids_rows<'e>(
     ex: impl PgExecutor<'e>,
     owner: UserId,
     ids: &[BoxId],
-) -> Result<Vec<OwnerMessage>, StoreError> {
+) -> Result<Vec<PgRow>, sqlx::Error> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let raw: Vec<i32> = ids.iter().map(|id| id.get()).collect();
-    let rows = sqlx::query(messages_by_ids_sql())
+    sqlx::query(messages_by_ids_sql())
         .bind(owner.get())
         .bind(&raw)
         .fetch_all(ex)
         .await
-        .map_err(db_error)?;
+}
+
+/// The messages of [`messages_by_ids_rows`] in the order of `ids`; repeats are left out.
+pub(crate) fn messages_in_order(
+    rows: &[PgRow],
+    ids: &[BoxId],
+) -> Result<Vec<OwnerMessage>, StoreError> {
     let mut found: HashMap<BoxId, OwnerMessage> = HashMap::with_capacity(rows.len());
-    for m in owner_messages(&rows)? {
+    for m in owner_messages(rows)? {
         found.insert(m.id, m);
     }
     // Removing on the way out keeps the order of `ids` and drops repeats.
@@ -137,11 +146,13 @@ pub(crate) fn contact(
     })
 }
 
+/// Whether the owner hid the chat's action bar (peer_settings primary key); the statement's own
+/// error, as [`messages_by_ids_rows`].
 pub(crate) async fn bar_hidden<'e>(
     ex: impl PgExecutor<'e>,
     owner: UserId,
     peer: UserId,
-) -> Result<bool, StoreError> {
+) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar(
         "SELECT COALESCE((SELECT bar_hidden FROM peer_settings WHERE owner_user_id = $1 AND peer_user_id = $2), false)",
     )
@@ -149,23 +160,22 @@ pub(crate) async fn bar_hidden<'e>(
     .bind(peer.get())
     .fetch_one(ex)
     .await
-    .map_err(db_error)
 }
 
-/// The owner's notification settings of one chat (notify_settings primary key).
+/// The owner's notification settings of one chat (notify_settings primary key); the statement's
+/// own error, as [`messages_by_ids_rows`].
 pub(crate) async fn notify_settings<'e>(
     ex: impl PgExecutor<'e>,
     owner: UserId,
     peer: UserId,
-) -> Result<domain::events::PeerNotify, StoreError> {
+) -> Result<domain::events::PeerNotify, sqlx::Error> {
     let row: Option<(Option<bool>, Option<bool>, Option<i32>)> = sqlx::query_as(
         "SELECT show_previews, silent, mute_until FROM notify_settings WHERE owner_user_id = $1 AND peer_user_id = $2",
     )
     .bind(owner.get())
     .bind(peer.get())
     .fetch_optional(ex)
-    .await
-    .map_err(db_error)?;
+    .await?;
     Ok(row
         .map(
             |(show_previews, silent, mute_until)| domain::events::PeerNotify {

@@ -16,7 +16,7 @@ use sqlx::{Connection, PgPool};
 
 use crate::error::db_error;
 use crate::postgres::profile_photos;
-use crate::postgres::queries::{like_contains, messages_by_ids};
+use crate::postgres::queries::{like_contains, messages_by_ids_rows, messages_in_order};
 use crate::postgres::read_pool::ReadPool;
 use crate::postgres::rows::{
     self, get, user, BoxColumns, DialogColumns, LogColumns, BOX_COLUMNS, DIALOG_COLUMNS,
@@ -628,7 +628,11 @@ impl Store for PgStore {
         owner: UserId,
         ids: &[BoxId],
     ) -> Result<Vec<OwnerMessage>, StoreError> {
-        messages_by_ids(&self.pool, owner, ids).await
+        let mut conn = self.read.get().await?;
+        let rows = messages_by_ids_rows(&mut *conn, owner, ids)
+            .await
+            .map_err(|e| conn.failed(e))?;
+        messages_in_order(&rows, ids)
     }
 
     // message_boxes_search: gin (owner_user_id, text gin_trgm_ops) WHERE NOT deleted. The window is
@@ -946,7 +950,10 @@ impl Store for PgStore {
     }
 
     async fn peer_bar_hidden(&self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
-        crate::postgres::queries::bar_hidden(&self.pool, owner, peer).await
+        let mut conn = self.read.get().await?;
+        crate::postgres::queries::bar_hidden(&mut *conn, owner, peer)
+            .await
+            .map_err(|e| conn.failed(e))
     }
 
     async fn notify_settings(
@@ -954,6 +961,9 @@ impl Store for PgStore {
         owner: UserId,
         peer: UserId,
     ) -> Result<domain::events::PeerNotify, StoreError> {
-        crate::postgres::queries::notify_settings(&self.pool, owner, peer).await
+        let mut conn = self.read.get().await?;
+        crate::postgres::queries::notify_settings(&mut *conn, owner, peer)
+            .await
+            .map_err(|e| conn.failed(e))
     }
 }

@@ -24,7 +24,7 @@ use domain::{BoxId, MessageId, Pts, UserId};
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::error::{db_error, projection_error};
-use crate::postgres::queries::{archived_unmuted_sql, messages_by_ids};
+use crate::postgres::queries::{archived_unmuted_sql, messages_by_ids_rows, messages_in_order};
 use crate::postgres::rows::{
     self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS,
 };
@@ -325,7 +325,10 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         ids: &[BoxId],
     ) -> Result<Vec<OwnerMessage>, StoreError> {
-        messages_by_ids(self.reader(&[owner]).await?, owner, ids).await
+        let rows = messages_by_ids_rows(self.reader(&[owner]).await?, owner, ids)
+            .await
+            .map_err(db_error)?;
+        messages_in_order(&rows, ids)
     }
 
     async fn message_by_shared_id(
@@ -608,7 +611,9 @@ impl WriteTx for PgWriteTx {
     }
 
     async fn peer_bar_hidden(&mut self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
-        crate::postgres::queries::bar_hidden(self.reader(&[owner]).await?, owner, peer).await
+        crate::postgres::queries::bar_hidden(self.reader(&[owner]).await?, owner, peer)
+            .await
+            .map_err(db_error)
     }
 
     async fn archived_unmuted(
@@ -634,7 +639,9 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         peer: UserId,
     ) -> Result<domain::events::PeerNotify, StoreError> {
-        crate::postgres::queries::notify_settings(self.reader(&[owner]).await?, owner, peer).await
+        crate::postgres::queries::notify_settings(self.reader(&[owner]).await?, owner, peer)
+            .await
+            .map_err(db_error)
     }
 
     async fn next_message_id(&mut self) -> Result<MessageId, StoreError> {

@@ -147,3 +147,58 @@ async fn terminate(admin: &PgPool, pid: i32) {
     }
     panic!("backend {pid} did not end");
 }
+
+/// Every read of the store runs on the read pool: with the write pool's one connection held (a
+/// writer waiting on its commit), each read still answers at once. getMessages, the action bar's
+/// settings and the notification settings ran on the write pool until 2026-12-06.
+#[tokio::test]
+async fn the_stores_reads_never_wait_for_a_write_connection() {
+    use application::ports::Store;
+    use domain::history_window::HistoryWindow;
+    use domain::Pts;
+    use infrastructure::postgres::read_pool::ReadPool;
+    use infrastructure::PgStore;
+
+    use crate::common::{bx, send};
+
+    let db = TestDb::new().await;
+    let (a, b) = (db.user("+15550710001").await, db.user("+15550710002").await);
+    send(&db.store, a, b, "on the read pool", 100).await;
+    let url = match database_url().rsplit_once('/') {
+        Some((server, _)) => format!("{server}/{}", db.name),
+        None => panic!("a database URL with a path"),
+    };
+    let write = connect_with(&url, 1, SessionSettings::SERVING)
+        .await
+        .expect("the write pool");
+    let read = ReadPool::new(&url, 2, SessionSettings::SERVING).expect("the read pool");
+    let store = PgStore::with_read_pool(write.clone(), read);
+    let held = write.acquire().await.expect("the only write connection");
+
+    let window = HistoryWindow::new(0, 0, 0, 10, 0, 0);
+    let messages = at_once("messages", store.messages(a, &[bx(1)])).await;
+    assert_eq!(messages.len(), 1);
+    let page = at_once("history_page", store.history_page(a, b, &window)).await;
+    assert_eq!(page.messages.len(), 1);
+    let (_, entries) = at_once("difference", store.difference(a, Pts::new(0).unwrap(), 10)).await;
+    assert_eq!(entries.len(), 1);
+    let users = at_once("users_seen_by", store.users_seen_by(a, &[a, b])).await;
+    assert_eq!(users.len(), 2);
+    assert!(!at_once("peer_bar_hidden", store.peer_bar_hidden(a, b)).await);
+    let notify = at_once("notify_settings", store.notify_settings(a, b)).await;
+    assert_eq!(notify, domain::events::PeerNotify::default());
+    drop(held);
+    write.close().await;
+    db.drop().await;
+}
+
+/// The read's answer, which must come well before the write pool's acquire timeout.
+async fn at_once<T>(
+    what: &str,
+    read: impl std::future::Future<Output = Result<T, application::ports::StoreError>>,
+) -> T {
+    match tokio::time::timeout(std::time::Duration::from_secs(2), read).await {
+        Ok(answer) => answer.unwrap_or_else(|e| panic!("{what}: {e}")),
+        Err(_) => panic!("{what} waited for the write pool"),
+    }
+}
