@@ -7,6 +7,14 @@ use sqlx::PgPool;
 
 use crate::common::{database_url, TestDb};
 
+/// The URL of the test's own database.
+fn url_of(db: &TestDb) -> String {
+    match database_url().rsplit_once('/') {
+        Some((server, _)) => format!("{server}/{}", db.name),
+        None => panic!("a database URL with a path"),
+    }
+}
+
 async fn backend_pid(pool: &PgPool) -> i32 {
     sqlx::query_scalar("SELECT pg_backend_pid()")
         .fetch_one(pool)
@@ -17,10 +25,7 @@ async fn backend_pid(pool: &PgPool) -> i32 {
 #[tokio::test]
 async fn an_idle_connection_closed_by_the_server_is_replaced_before_use() {
     let db = TestDb::new().await;
-    let url = match database_url().rsplit_once('/') {
-        Some((server, _)) => format!("{server}/{}", db.name),
-        None => panic!("a database URL with a path"),
-    };
+    let url = url_of(&db);
     // One connection, so the pool can only hand out that one or a new one.
     let pool = connect_with(&url, 1, SessionSettings::SERVING)
         .await
@@ -52,10 +57,7 @@ async fn read_connections_closed_by_the_server_are_replaced() {
     use infrastructure::postgres::read_pool::ReadPool;
 
     let db = TestDb::new().await;
-    let url = match database_url().rsplit_once('/') {
-        Some((server, _)) => format!("{server}/{}", db.name),
-        None => panic!("a database URL with a path"),
-    };
+    let url = url_of(&db);
     let pool = ReadPool::new(&url, 1, SessionSettings::SERVING).expect("the read pool");
     let pid = |pool: ReadPool| async move {
         let mut conn = pool.get().await.expect("a read connection");
@@ -159,15 +161,10 @@ async fn the_stores_reads_never_wait_for_a_write_connection() {
     use infrastructure::postgres::read_pool::ReadPool;
     use infrastructure::PgStore;
 
-    use crate::common::{bx, send};
+    use crate::common::bx;
 
-    let db = TestDb::new().await;
-    let (a, b) = (db.user("+15550710001").await, db.user("+15550710002").await);
-    send(&db.store, a, b, "on the read pool", 100).await;
-    let url = match database_url().rsplit_once('/') {
-        Some((server, _)) => format!("{server}/{}", db.name),
-        None => panic!("a database URL with a path"),
-    };
+    let (db, a, b) = two_accounts_and_a_message("on the read pool").await;
+    let url = url_of(&db);
     let write = connect_with(&url, 1, SessionSettings::SERVING)
         .await
         .expect("the write pool");
@@ -212,15 +209,8 @@ async fn every_read_connection_is_warmed_with_the_hot_reads() {
     use infrastructure::postgres::read_pool::ReadPool;
     use infrastructure::PgStore;
 
-    use crate::common::send;
-
-    let db = TestDb::new().await;
-    let (a, b) = (db.user("+15550720001").await, db.user("+15550720002").await);
-    send(&db.store, a, b, "warm", 100).await;
-    let url = match database_url().rsplit_once('/') {
-        Some((server, _)) => format!("{server}/{}", db.name),
-        None => panic!("a database URL with a path"),
-    };
+    let (db, a, b) = two_accounts_and_a_message("warm").await;
+    let url = url_of(&db);
     let read = ReadPool::new(&url, 2, SessionSettings::SERVING).expect("the read pool");
     let store = PgStore::with_read_pool(db.pool.clone(), read.clone());
     assert_eq!(store.warm_read_connections().await.unwrap(), 2);
@@ -241,4 +231,12 @@ async fn every_read_connection_is_warmed_with_the_hot_reads() {
     assert_eq!(page.messages.len(), 1);
     assert_eq!(page.messages[0].text, "warm");
     db.drop().await;
+}
+
+/// A database where `a` sent `b` one message (box 1 of each).
+async fn two_accounts_and_a_message(text: &str) -> (TestDb, domain::UserId, domain::UserId) {
+    let db = TestDb::new().await;
+    let (a, b) = (db.user("+15550710001").await, db.user("+15550710002").await);
+    crate::common::send(&db.store, a, b, text, 100).await;
+    (db, a, b)
 }
