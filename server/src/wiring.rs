@@ -80,19 +80,7 @@ async fn build_with_acks(config: &Config) -> anyhow::Result<(App, PgPool, Arc<Ac
             config.limits.db,
         )
         .with_context(|| format!("the read pool for {}", redact(&config.database_url)))?;
-        let store = Arc::new(PgStore::with_read_pool(pool.clone(), read));
-        // Every read connection opened and its hot statements planned now, not by the first
-        // calls that need them (docs/performance.md, "Cold read connections").
-        let warming = store.clone();
-        tokio::spawn(async move {
-            match warming.warm_read_connections().await {
-                Ok(n) => tracing::debug!(connections = n, "read connections warmed"),
-                Err(e) => {
-                    tracing::warn!(error = %e, "warming the read connections failed; they warm on first use")
-                }
-            }
-        });
-        store
+        Arc::new(PgStore::with_read_pool(pool.clone(), read))
     };
     let app = App::new(
         store,

@@ -170,11 +170,6 @@ pub fn test_config(db: &str) -> Config {
     vars.insert("PTSLOG_HTTP_ADDR".to_string(), "127.0.0.1:0".to_string());
     vars.insert("PTSLOG_SEND_RATE_PER_MINUTE".to_string(), "0".to_string());
     vars.insert("PTSLOG_DB_MAX_CONNECTIONS".to_string(), "8".to_string());
-    // Every read connection is opened and warmed when the server starts: a test needs few.
-    vars.insert(
-        "PTSLOG_DB_READ_MAX_CONNECTIONS".to_string(),
-        "4".to_string(),
-    );
     // Blobs and upload parts in a folder of this test's own (removed by `TestServer::stop`).
     vars.insert(
         "PTSLOG_BLOB_DIR".to_string(),

@@ -51,45 +51,6 @@ impl PgStore {
         &self.pool
     }
 
-    /// Opens every read connection and runs the hot reads once on each, through the store's own
-    /// methods (the same statements with the same parameter types), so that no call pays what a
-    /// new backend pays on each statement's first use: loading the catalog entries of every
-    /// partition and building the generic plan, 2–5 ms alone and 40–180 ms when the read pool's
-    /// idle connections were first used together under load (docs/performance.md, "Cold read
-    /// connections"). Answers how many connections it warmed.
-    ///
-    /// All the connections are taken first; then each in turn goes back to the pool alone, so the
-    /// reads can only run on it, and is taken again. Reads of others wait meanwhile, so run it
-    /// before serving, or while the load is light.
-    pub async fn warm_read_connections(&self) -> Result<usize, StoreError> {
-        let mut held = Vec::new();
-        for _ in 0..self.read.max_size() {
-            held.push(self.read.get().await?);
-        }
-        let warmed = held.len();
-        for _ in 0..warmed {
-            drop(held.pop());
-            self.hot_reads().await?;
-            held.insert(0, self.read.get().await?);
-        }
-        Ok(warmed)
-    }
-
-    /// The reads of every call that lists messages or updates, of an account nobody has.
-    async fn hot_reads(&self) -> Result<(), StoreError> {
-        let bug = || StoreError::Bug("the warm-up's ids".into());
-        let nobody = UserId::new(i64::MAX).map_err(|_| bug())?;
-        let first = BoxId::new(1).ok_or_else(bug)?;
-        let window = HistoryWindow::new(0, 0, 0, 50, 0, 0);
-        self.account_state(nobody).await?;
-        self.difference(nobody, Pts::ZERO, 1).await?;
-        self.history_page(nobody, nobody, &window).await?;
-        self.dialog_list(nobody, 0, None, 100, true).await?;
-        self.users_seen_by(nobody, &[nobody]).await?;
-        self.messages(nobody, &[first]).await?;
-        Ok(())
-    }
-
     /// The box id a history page with `offset_date` starts below: one past the newest visible box
     /// older than the date (message_boxes_history_date), or 1 when every box is at or after it.
     async fn anchor_for_date(

@@ -200,39 +200,6 @@ async fn at_once<T>(
     }
 }
 
-/// Warming opens every read connection and runs the hot reads on each (their statements prepared
-/// and planned there), and the reads answer as before on the warmed connections.
-#[tokio::test]
-async fn every_read_connection_is_warmed_with_the_hot_reads() {
-    use application::ports::Store;
-    use domain::history_window::HistoryWindow;
-    use infrastructure::postgres::read_pool::ReadPool;
-    use infrastructure::PgStore;
-
-    let (db, a, b) = two_accounts_and_a_message("warm").await;
-    let url = url_of(&db);
-    let read = ReadPool::new(&url, 2, SessionSettings::SERVING).expect("the read pool");
-    let store = PgStore::with_read_pool(db.pool.clone(), read.clone());
-    assert_eq!(store.warm_read_connections().await.unwrap(), 2);
-
-    // Both connections at once: each holds the hot statements, prepared.
-    let mut first = read.get().await.unwrap();
-    let mut second = read.get().await.unwrap();
-    for conn in [&mut first, &mut second] {
-        let prepared: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_prepared_statements")
-            .fetch_one(&mut **conn)
-            .await
-            .unwrap();
-        assert!(prepared >= 6, "{prepared} statements prepared");
-    }
-    drop((first, second));
-    let window = HistoryWindow::new(0, 0, 0, 10, 0, 0);
-    let page = store.history_page(a, b, &window).await.unwrap();
-    assert_eq!(page.messages.len(), 1);
-    assert_eq!(page.messages[0].text, "warm");
-    db.drop().await;
-}
-
 /// A database where `a` sent `b` one message (box 1 of each).
 async fn two_accounts_and_a_message(text: &str) -> (TestDb, domain::UserId, domain::UserId) {
     let db = TestDb::new().await;
