@@ -163,7 +163,9 @@ async fn the_stores_reads_never_wait_for_a_write_connection() {
 
     use crate::common::bx;
 
-    let (db, a, b) = two_accounts_and_a_message("on the read pool").await;
+    let db = TestDb::new().await;
+    let (a, b) = (db.user("+15550710001").await, db.user("+15550710002").await);
+    crate::common::send(&db.store, a, b, "on the read pool", 100).await;
     let url = url_of(&db);
     let write = connect_with(&url, 1, SessionSettings::SERVING)
         .await
@@ -198,12 +200,4 @@ async fn at_once<T>(
         Ok(answer) => answer.unwrap_or_else(|e| panic!("{what}: {e}")),
         Err(_) => panic!("{what} waited for the write pool"),
     }
-}
-
-/// A database where `a` sent `b` one message (box 1 of each).
-async fn two_accounts_and_a_message(text: &str) -> (TestDb, domain::UserId, domain::UserId) {
-    let db = TestDb::new().await;
-    let (a, b) = (db.user("+15550710001").await, db.user("+15550710002").await);
-    crate::common::send(&db.store, a, b, text, 100).await;
-    (db, a, b)
 }
