@@ -44,7 +44,7 @@ pub struct OwnerMessage {
     /// The photo or document the message carries (its text is then the caption). Payload
     /// version 2 of `new_message` / `edit_message`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub media: Option<MessageMedia>,
+    pub media: Option<Box<MessageMedia>>,
     /// The album the message belongs to: every message of one `messages.sendMultiMedia` shares it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grouped_id: Option<i64>,

@@ -95,7 +95,7 @@ async fn deliver(s: &TestServer, from: &Device, to: &Device, caption: &str, medi
         media_unread: false,
         random_id: Some(rid()),
         edit_date: None,
-        media: Some(media.clone()),
+        media: Some(Box::new(media.clone())),
         grouped_id: None,
     };
     let recipients = OwnerMessage {

@@ -177,7 +177,7 @@ pub(crate) async fn edit_locked(
         text: text.clone(),
         entities: entities.clone(),
         edit_date: Some(edit_date),
-        media: new_media.clone().or(m.media.clone()),
+        media: new_media.clone().map(Box::new).or(m.media),
         ..m
     };
     let others_copy = if peer != author {

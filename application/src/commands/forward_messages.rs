@@ -140,8 +140,8 @@ impl App {
                         && first.text == source.text
                         && first.entities == source.entities
                         && first.fwd_from == fwd_from
-                        && first.media.as_ref().map(MessageMedia::id)
-                            == source.media.as_ref().map(MessageMedia::id) =>
+                        && first.media.as_deref().map(MessageMedia::id)
+                            == source.media.as_deref().map(MessageMedia::id) =>
                 {
                     (first, pts)
                 }
@@ -157,7 +157,7 @@ impl App {
                         reply_to: None,
                         fwd_from,
                         // The same photo or document: its bytes are not copied.
-                        media: source.media,
+                        media: source.media.map(|m| *m),
                         // An album forwarded together is an album again, under a new id.
                         grouped_id: source
                             .grouped_id

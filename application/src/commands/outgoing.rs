@@ -55,7 +55,7 @@ pub(crate) async fn deliver(
         media_unread: false,
         random_id: Some(msg.random_id),
         edit_date: None,
-        media: msg.media.clone(),
+        media: msg.media.clone().map(Box::new),
         grouped_id: msg.grouped_id,
     };
     let pts = tx
@@ -102,7 +102,7 @@ pub(crate) async fn deliver(
                 .is_some_and(MessageMedia::unread_for_recipient),
             random_id: None,
             edit_date: None,
-            media: msg.media,
+            media: msg.media.map(Box::new),
             grouped_id: msg.grouped_id,
         };
         tx.append(

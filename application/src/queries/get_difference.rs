@@ -65,9 +65,10 @@ impl App {
             })
             .collect();
 
-        let mut new_messages = Vec::new();
+        // Sized once: a slice is mostly new messages, and each is a few hundred bytes to move.
+        let mut new_messages = Vec::with_capacity(events.len());
         let mut other_updates = Vec::new();
-        let mut mentioned: Vec<UserId> = Vec::new();
+        let mut mentioned: Vec<UserId> = Vec::with_capacity(events.len());
         for stored in &events {
             mentioned.extend(users_of_event(owner, &stored.event));
             match &stored.event {

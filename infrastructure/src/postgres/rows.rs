@@ -207,7 +207,7 @@ impl BoxColumns {
             media_unread: get_at(row, self.media_unread)?,
             random_id: get_at(row, self.random_id)?,
             edit_date: get_at(row, self.edit_date)?,
-            media: json_at::<MessageMedia>(row, self.media)?,
+            media: json_at::<Box<MessageMedia>>(row, self.media)?,
             grouped_id: get_at(row, self.grouped_id)?,
         })
     }

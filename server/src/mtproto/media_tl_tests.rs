@@ -35,7 +35,7 @@ fn message(media: MessageMedia) -> OwnerMessage {
         media_unread: true,
         random_id: Some(5),
         edit_date: None,
-        media: Some(media),
+        media: Some(Box::new(media)),
         grouped_id: Some(77),
     }
 }
