@@ -54,6 +54,9 @@ pub struct Combinator {
     /// The type it builds (or, for a function, returns).
     pub result: String,
     pub is_function: bool,
+    /// For each parameter, the index of the `#` parameter its condition names (`flags.N?T`),
+    /// resolved once here so that writing an object never compares parameter names.
+    pub flag_of: Vec<Option<usize>>,
 }
 
 #[derive(Debug, Default)]
@@ -212,12 +215,22 @@ fn parse_line(line: &str, is_function: bool) -> Option<Combinator> {
             ty: parse_type(ty)?,
         });
     }
+    let flag_of = params
+        .iter()
+        .map(|p| match &p.ty {
+            ParamType::Conditional { field, .. } => params
+                .iter()
+                .position(|f| f.name == *field && matches!(f.ty, ParamType::Flags)),
+            _ => None,
+        })
+        .collect();
     Some(Combinator {
         id,
         name: name.to_string(),
         params,
         result: result.trim().to_string(),
         is_function,
+        flag_of,
     })
 }
 

@@ -477,6 +477,8 @@ struct Slot {
     present: bool,
     /// Written and not null: a required parameter is not zero-filled.
     given: bool,
+    /// Of a `#` parameter: the bits of its present conditional parameters.
+    bits: u32,
 }
 
 /// An object's fields: each written into a scratch buffer as it comes, then the parameters
@@ -604,6 +606,7 @@ impl<'s> ObjectSer<'s, '_> {
             end: self.scratch.buf.len(),
             present,
             given: wrote != Wrote::Null,
+            bits: 0,
         };
         Ok(())
     }
@@ -639,19 +642,18 @@ impl<'s> ObjectSer<'s, '_> {
             }
             Kind::Bare(c) => c,
         };
+        for (i, (p, flag)) in c.params.iter().zip(&c.flag_of).enumerate() {
+            if let (Some(f), ParamType::Conditional { bit, .. }) = (flag, &p.ty) {
+                if self.slots[i].present {
+                    self.slots[*f].bits |= 1 << bit;
+                }
+            }
+        }
         for (i, p) in c.params.iter().enumerate() {
             let slot = self.slots[i];
             match &p.ty {
                 ParamType::Flags => {
-                    let mut bits = 0u32;
-                    for (q, s) in c.params.iter().zip(&self.slots) {
-                        if let ParamType::Conditional { field, bit, .. } = &q.ty {
-                            if field == &p.name && s.present {
-                                bits |= 1 << bit;
-                            }
-                        }
-                    }
-                    self.w.u32(bits);
+                    self.w.u32(slot.bits);
                 }
                 ParamType::Conditional { inner, .. } => {
                     if slot.present && !matches!(**inner, ParamType::True) {
