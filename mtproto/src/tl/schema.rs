@@ -3,7 +3,7 @@
 //! decodes whichever layer its ids come from, and an answer encodes with the client's layer's
 //! definition of each constructor where that layer has one.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
 /// The parameter types the codec knows.
@@ -62,8 +62,8 @@ pub struct Combinator {
 #[derive(Debug, Default)]
 pub struct Schema {
     pub layer: i32,
-    by_id: HashMap<u32, Combinator>,
-    by_name: HashMap<String, u32>,
+    by_id: FxHashMap<u32, Combinator>,
+    by_name: FxHashMap<String, u32>,
     /// Where a lookup that misses goes next: indices into [`Schema::supported`], in order (empty
     /// for a schema parsed on its own, which finds only its own constructors).
     fallbacks: Vec<usize>,

@@ -192,6 +192,7 @@ impl<'s, 'w> ValueSer<'s, 'w> {
                 buf: Vec::with_capacity(64),
             },
             slots: Vec::new(),
+            next_param: 0,
             unwrap: None,
             json: None,
             json_capacity: fields,
@@ -490,6 +491,9 @@ struct ObjectSer<'s, 'w> {
     scratch: Writer,
     /// One per parameter of the constructor.
     slots: Vec<Slot>,
+    /// Where the search for the next field's parameter starts: fields mostly come in the
+    /// schema's order, so the parameter is usually the next one.
+    next_param: usize,
     /// At the top of an answer of another type than the function's: the one parameter of the
     /// function's type, and its value as that type once written.
     unwrap: Option<(usize, Option<Writer>)>,
@@ -558,10 +562,16 @@ impl<'s> ObjectSer<'s, '_> {
                 return Ok(());
             }
         };
-        let Some(i) = c.params.iter().position(|p| p.name == name) else {
+        let (before, after) = c.params.split_at(self.next_param.min(c.params.len()));
+        let found = match after.iter().position(|p| p.name == name) {
+            Some(i) => Some(before.len() + i),
+            None => before.iter().position(|p| p.name == name),
+        };
+        let Some(i) = found else {
             // Not in this layer (or `"_"` of a bare object): dropped.
             return Ok(());
         };
+        self.next_param = i + 1;
         if let Some((u, got)) = &mut self.unwrap {
             if *u == i {
                 let mut w = Writer::new();
