@@ -42,8 +42,9 @@ pub struct OwnerMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edit_date: Option<i32>,
     /// The photo or document the message carries (its text is then the caption). Payload
-    /// version 2 of `new_message` / `edit_message`. Boxed: most messages have none, and held inline
-    /// it made every message 584 bytes instead of 224, copied at each move of a decoded event.
+    /// version 2 of `new_message` / `edit_message`.
+    // Boxed: most messages have none, and held inline it made every message 584 bytes instead of
+    // 224, copied at each move of a decoded event. (Not in the doc comment: that is the schema's.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media: Option<Box<MessageMedia>>,
     /// The album the message belongs to: every message of one `messages.sendMultiMedia` shares it.
