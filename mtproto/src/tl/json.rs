@@ -334,7 +334,7 @@ fn encode_fields(
     w: &mut Writer,
     depth: usize,
 ) -> Result<(), TlJsonError> {
-    for p in &c.params {
+    for (i, p) in c.params.iter().enumerate() {
         let field = value.get(&p.name);
         let path = At {
             object: &c.name,
@@ -343,9 +343,9 @@ fn encode_fields(
         match &p.ty {
             ParamType::Flags => {
                 let mut bits = 0u32;
-                for q in &c.params {
-                    if let ParamType::Conditional { field, bit, inner } = &q.ty {
-                        if field != &p.name {
+                for (q, flag) in c.params.iter().zip(&c.flag_of) {
+                    if let ParamType::Conditional { bit, inner, .. } = &q.ty {
+                        if *flag != Some(i) {
                             continue;
                         }
                         let v = value.get(&q.name);
