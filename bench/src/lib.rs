@@ -487,7 +487,7 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
                 let run = pgbench::run(
                     &bin,
                     &main.url,
-                    &script_path,
+                    &[(script_path.clone(), 1)],
                     c,
                     duration,
                     &ctx.work_dir,
@@ -1008,13 +1008,17 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
             ));
             continue;
         };
-        let script = ctx.work_dir.join(format!("{name}.sql"));
-        std::fs::write(&script, readsql::pgbench_script(op, n))?;
+        let mut scripts = Vec::new();
+        for (k, (text, weight)) in readsql::pgbench_scripts(op, n).into_iter().enumerate() {
+            let path = ctx.work_dir.join(format!("{name}.{k}.sql"));
+            std::fs::write(&path, text)?;
+            scripts.push((path, weight));
+        }
         let cpu_before = cpu::sample();
         let run = pgbench::run(
             &bin,
             &db.url,
-            &script,
+            &scripts,
             c,
             duration,
             &ctx.work_dir,

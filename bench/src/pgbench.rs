@@ -58,7 +58,7 @@ pub struct PgbenchRun {
 pub async fn run(
     pgbench: &Path,
     db_url: &str,
-    script_path: &Path,
+    scripts: &[(PathBuf, usize)],
     clients: usize,
     duration: Duration,
     work_dir: &Path,
@@ -70,7 +70,7 @@ pub async fn run(
     let _ = std::fs::remove_dir_all(&log_dir);
     std::fs::create_dir_all(&log_dir)?;
     let prefix = log_dir.join("tx");
-    let args: Vec<String> = vec![
+    let mut args: Vec<String> = vec![
         "-n".into(),
         "-M".into(),
         "prepared".into(),
@@ -80,12 +80,16 @@ pub async fn run(
         threads.to_string(),
         "-T".into(),
         secs.to_string(),
-        "-f".into(),
-        script_path.display().to_string(),
+    ];
+    for (path, weight) in scripts {
+        // `file@weight`: each transaction runs one script, chosen in proportion to the weights.
+        args.extend(["-f".into(), format!("{}@{weight}", path.display())]);
+    }
+    args.extend([
         "-l".into(),
         format!("--log-prefix={}", prefix.display()),
         db_url.to_string(),
-    ];
+    ]);
     let pgoptions = Some(
         session
             .options()

@@ -7,6 +7,8 @@
 //! after it), so the phases run on the scale database after its last point, when chats are deep.
 //! The token lookup is not in the scripts: the server answers it from its cache.
 
+use domain::UserId;
+use infrastructure::postgres::partitions::{Partition, USER_PARTITIONS};
 use infrastructure::postgres::store::statements;
 use serde_json::{json, Value};
 
@@ -101,16 +103,45 @@ fn around(n: usize, reach: i64, after_only: bool) -> String {
     format!("ARRAY[{}]::bigint[]", ids.join(", "))
 }
 
-/// The pgbench script of one call of `op` by a random account of 1..=n.
-pub fn pgbench_script(op: ReadOp, n: usize) -> String {
+/// The pgbench scripts of one call of `op` by a random account of 1..=n, with their weights:
+/// one per partition, running the statements addressed to that partition as the server does
+/// (infrastructure::postgres::partitions), for a random account of it; weighted by its accounts.
+pub fn pgbench_scripts(op: ReadOp, n: usize) -> Vec<(String, usize)> {
     let n = n.max(2);
-    let mut lines = vec![format!("\\set u random(1, {n})")];
+    let mut of: Vec<Vec<usize>> = vec![Vec::new(); USER_PARTITIONS as usize];
+    for id in 1..=n {
+        let user = UserId::new(id as i64).expect("ids from 1");
+        of[Partition::of(user).get() as usize].push(id);
+    }
+    Partition::all()
+        .zip(of)
+        .filter(|(_, ids)| !ids.is_empty())
+        .map(|(p, ids)| {
+            // pgbench has no arrays: the k-th account of the partition by a CASE over k.
+            let last = ids.len() - 1;
+            let mut pick = String::from("CASE");
+            for (k, id) in ids[..last].iter().enumerate() {
+                pick.push_str(&format!(" WHEN :k = {k} THEN {id}"));
+            }
+            pick.push_str(&format!(" ELSE {} END", ids[last]));
+            let head = vec![
+                format!("\\set k random(0, {last})"),
+                format!("\\set u {pick}"),
+            ];
+            (script(op, n, head, Some(p)), ids.len())
+        })
+        .collect()
+}
+
+/// One call of `op` by the account `:u` that `head` sets, through the statements for `p`.
+fn script(op: ReadOp, n: usize, head: Vec<String>, p: Option<Partition>) -> String {
+    let mut lines = head;
     match op {
         ReadOp::History => {
             lines.push(format!("\\set f random(1, {})", FRIENDS.min(n as i64 - 1)));
             lines.push(format!("\\set p 1 + (:u - 1 + :f) % {n}"));
             lines.push(bind(
-                &statements::history_page(),
+                statements::history_page(p),
                 &[
                     ":u",
                     ":p",
@@ -122,21 +153,21 @@ pub fn pgbench_script(op: ReadOp, n: usize) -> String {
             ));
             // The page's users: the two sides of the chat.
             lines.push(bind(
-                statements::USERS_SEEN_BY,
+                statements::users_seen_by(p),
                 &[":u", "ARRAY[:u, :p]::bigint[]"],
             ));
         }
         ReadOp::Difference => {
-            lines.push(bind(&statements::difference(), &[":u", "0", "101::bigint"]));
+            lines.push(bind(statements::difference(p), &[":u", "0", "101::bigint"]));
             // The slice's users: the account's chats (its friends and those it is a friend of).
             lines.push(bind(
-                statements::USERS_SEEN_BY,
+                statements::users_seen_by(p),
                 &[":u", &around(n, FRIENDS, false)],
             ));
         }
         ReadOp::Dialogs => {
             lines.push(bind(
-                &statements::dialog_list(false),
+                statements::dialog_list(false, p),
                 &[
                     ":u",
                     "0::smallint",
@@ -148,7 +179,7 @@ pub fn pgbench_script(op: ReadOp, n: usize) -> String {
                 ],
             ));
             lines.push(bind(
-                statements::USERS_SEEN_BY,
+                statements::users_seen_by(p),
                 &[":u", &around(n, FRIENDS, false)],
             ));
         }
@@ -158,12 +189,12 @@ pub fn pgbench_script(op: ReadOp, n: usize) -> String {
                 .map(|k| format!(":b + {k}"))
                 .collect();
             lines.push(bind(
-                &statements::messages_by_ids(),
+                statements::messages_by_ids(p),
                 &[":u", &format!("ARRAY[{}]::int[]", ids.join(", "))],
             ));
             // About as many users as ten boxes name: the account and ten of its chats.
             lines.push(bind(
-                statements::USERS_SEEN_BY,
+                statements::users_seen_by(p),
                 &[":u", &around(n, FRIENDS, true)],
             ));
         }
@@ -186,10 +217,15 @@ mod tests {
     #[test]
     fn scripts_have_no_placeholder_left() {
         for op in ReadOp::ALL {
-            let s = pgbench_script(op, 100);
-            assert!(!s.contains('$'), "{op:?}: {s}");
-            let statements = s.lines().filter(|l| !l.starts_with('\\')).count();
-            assert_eq!(statements, op.statements(), "{op:?}: {s}");
+            let scripts = pgbench_scripts(op, 100);
+            assert_eq!(scripts.len(), USER_PARTITIONS as usize);
+            assert_eq!(scripts.iter().map(|(_, w)| w).sum::<usize>(), 100);
+            for (s, _) in &scripts {
+                assert!(!s.contains('$'), "{op:?}: {s}");
+                let statements = s.lines().filter(|l| !l.starts_with('\\')).count();
+                assert_eq!(statements, op.statements(), "{op:?}: {s}");
+                assert!(s.contains("_p"), "{op:?} addressed: {s}");
+            }
         }
         let ten: Vec<String> = (0..10).map(|i| format!("a{i}")).collect();
         let ten: Vec<&str> = ten.iter().map(String::as_str).collect();

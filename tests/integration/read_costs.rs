@@ -218,36 +218,50 @@ async fn mutual_contacts_read_one_partition_and_follow_saves_deletions_and_rebui
     add_contact(&bob, &to_alice, "A").await;
     assert!(mutual(&alice, &to_bob).await);
 
-    // The server's own statement, planned generically as the pool plans it.
+    // The server's own statement, planned generically as the pool plans it: addressed to the
+    // viewer's partition, and over the parents (a database partitioned otherwise), where the
+    // generic plan still opens the viewer's one partition of reverse_contacts.
+    use infrastructure::postgres::partitions::Partition;
+    use infrastructure::postgres::store::statements::users_seen_by;
     let mut conn = s.pool.acquire().await.unwrap();
     sqlx::query("SET plan_cache_mode = force_generic_plan")
         .execute(&mut *conn)
         .await
         .unwrap();
-    sqlx::query(&format!(
-        "PREPARE users_seen_by(bigint, bigint[]) AS {}",
-        infrastructure::postgres::store::statements::USERS_SEEN_BY
-    ))
-    .execute(&mut *conn)
-    .await
-    .unwrap();
-    let plan: Value = sqlx::query_scalar(&format!(
-        "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE users_seen_by({}, ARRAY[{}]::bigint[])",
-        alice.user_id, to_bob["user_id"]
-    ))
-    .fetch_one(&mut *conn)
-    .await
-    .unwrap();
-    let mut scans = Vec::new();
-    scans_of(&plan[0]["Plan"], "reverse_contacts", &mut scans);
-    assert_eq!(
-        scans.len(),
-        1,
-        "one partition of reverse_contacts: {scans:?}"
-    );
-    for reset in ["DEALLOCATE users_seen_by", "RESET plan_cache_mode"] {
-        sqlx::query(reset).execute(&mut *conn).await.unwrap();
+    let viewer = domain::UserId::new(alice.user_id).unwrap();
+    for statement in [
+        users_seen_by(Some(Partition::of(viewer))),
+        users_seen_by(None),
+    ] {
+        sqlx::query(&format!(
+            "PREPARE users_seen_by(bigint, bigint[]) AS {statement}"
+        ))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+        let plan: Value = sqlx::query_scalar(&format!(
+            "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE users_seen_by({}, ARRAY[{}]::bigint[])",
+            alice.user_id, to_bob["user_id"]
+        ))
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+        let mut scans = Vec::new();
+        scans_of(&plan[0]["Plan"], "reverse_contacts", &mut scans);
+        assert_eq!(
+            scans,
+            vec![format!("reverse_contacts_p{}", Partition::of(viewer).get())],
+            "one partition of reverse_contacts, the viewer's: {statement}"
+        );
+        sqlx::query("DEALLOCATE users_seen_by")
+            .execute(&mut *conn)
+            .await
+            .unwrap();
     }
+    sqlx::query("RESET plan_cache_mode")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
     drop(conn);
 
     // Rebuilt online from the log: the same rows, and verify has nothing to say.

@@ -6,6 +6,7 @@ pub mod log_export;
 pub mod login_codes;
 pub mod media_catalog;
 pub mod mtproto_keys;
+pub mod partitions;
 pub mod passwords;
 pub(crate) mod profile_photos;
 pub(crate) mod queries;
@@ -45,6 +46,13 @@ pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// meanwhile, so those are still checked (and replaced) before a call uses them. (sqlx also pings
 /// each connection when it goes back to the pool, which no option turns off.)
 pub const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
+
+/// How many prepared statements each serving connection keeps (sqlx's default is 100). The hot
+/// reads are prepared once per partition they are addressed to ([`partitions`]: six statements
+/// × 16 partitions), and a statement pushed out of the cache is closed and prepared and planned
+/// again at its next use. Each is a plan over one partition, smaller than the one plan over all
+/// sixteen it replaces.
+pub const STATEMENT_CACHE_CAPACITY: usize = 256;
 
 /// How Postgres plans the pool's prepared statements (`plan_cache_mode`).
 ///
@@ -117,7 +125,8 @@ impl SessionSettings {
         settings
     }
 
-    pub(crate) fn apply(&self, mut options: PgConnectOptions) -> PgConnectOptions {
+    pub(crate) fn apply(&self, options: PgConnectOptions) -> PgConnectOptions {
+        let mut options = options.statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
         // Sent in the startup packet (`-c name=value`): no extra round trip per connection, and
         // a statement's own `SET LOCAL` can still change it for one transaction.
         let settings = self.options();

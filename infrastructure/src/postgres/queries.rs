@@ -10,17 +10,22 @@ use sqlx::postgres::PgRow;
 use sqlx::PgExecutor;
 
 use crate::error::db_error;
+use crate::postgres::partitions::{Addressed, Partition};
 use crate::postgres::rows::{owner_messages, BOX_COLUMNS};
 
 /// Visible boxes of `owner` by id, in the order of `ids`; missing ones and repeats are left out.
-/// `$1` owner, `$2` box ids: the visible ones (message_boxes primary key).
-pub(crate) fn messages_by_ids_sql() -> &'static str {
-    static SQL: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "SELECT {BOX_COLUMNS} FROM message_boxes WHERE owner_user_id = $1 AND box_id = ANY($2) AND NOT deleted"
+/// `$1` owner, `$2` box ids: the visible ones (message_boxes primary key), in the owner's
+/// partition or through the parent (`None`).
+pub(crate) fn messages_by_ids_sql(p: Option<Partition>) -> &'static str {
+    static SQL: LazyLock<Addressed> = LazyLock::new(|| {
+        Addressed::new(
+            &format!(
+                "SELECT {BOX_COLUMNS} FROM message_boxes WHERE owner_user_id = $1 AND box_id = ANY($2) AND NOT deleted"
+            ),
+            &["message_boxes"],
         )
     });
-    &SQL
+    SQL.get(p)
 }
 
 /// The rows of [`messages_by_ids_sql`]; the statement's own error, so that a read connection it
@@ -29,12 +34,13 @@ pub(crate) async fn messages_by_ids_rows<'e>(
     ex: impl PgExecutor<'e>,
     owner: UserId,
     ids: &[BoxId],
+    p: Option<Partition>,
 ) -> Result<Vec<PgRow>, sqlx::Error> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let raw: Vec<i32> = ids.iter().map(|id| id.get()).collect();
-    sqlx::query(messages_by_ids_sql())
+    sqlx::query(messages_by_ids_sql(p))
         .bind(owner.get())
         .bind(&raw)
         .fetch_all(ex)

@@ -2,6 +2,7 @@
 //! index of the schema (named beside each query); none pages with a large OFFSET.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use application::ports::{
     AccountState, BlockRecord, DialogCursor, DialogList, DialogRecord, HistoryPage, LogEntry,
@@ -13,11 +14,13 @@ use domain::media::Photo;
 use domain::message::OwnerMessage;
 use domain::{BoxId, Pts, UserId};
 use sqlx::{Connection, PgPool};
+use tokio::sync::OnceCell;
 
 use crate::error::db_error;
+use crate::postgres::partitions::{self, Partition};
 use crate::postgres::profile_photos;
 use crate::postgres::queries::{like_contains, messages_by_ids_rows, messages_in_order};
-use crate::postgres::read_pool::ReadPool;
+use crate::postgres::read_pool::{ReadConn, ReadPool};
 use crate::postgres::rows::{
     self, get, user, BoxColumns, DialogColumns, LogColumns, BOX_COLUMNS, DIALOG_COLUMNS,
     LOG_COLUMNS, USER_COLUMNS,
@@ -27,23 +30,51 @@ use crate::postgres::write_tx::PgWriteTx;
 /// Write transactions run on `pool`; every read of this adapter on `read`, so that a read never
 /// waits for a connection behind writers that hold theirs across a commit's fsync
 /// (docs/performance.md, "Reads"). Both are the same pool unless built with [`PgStore::with_read_pool`].
+///
+/// The hot reads are addressed to the account's partition once the first read has checked the
+/// catalog ([`partitions::verify`]); until then, and for good if the check fails, they read the
+/// parents.
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
     read: ReadPool,
+    addressing: Arc<OnceCell<bool>>,
 }
 
 impl PgStore {
     pub fn new(pool: PgPool) -> Self {
-        Self {
-            read: ReadPool::Shared(pool.clone()),
-            pool,
-        }
+        Self::with_read_pool(pool.clone(), ReadPool::Shared(pool))
     }
 
     /// Writes on `write`, reads on `read` (connections of the same database).
     pub fn with_read_pool(write: PgPool, read: ReadPool) -> Self {
-        Self { pool: write, read }
+        Self {
+            pool: write,
+            read,
+            addressing: Arc::new(OnceCell::new()),
+        }
+    }
+
+    /// Whether reads are addressed to partitions (checking the catalog on `conn` the first time).
+    async fn partition(
+        &self,
+        conn: &mut ReadConn,
+        owner: UserId,
+    ) -> Result<Option<Partition>, StoreError> {
+        let on = *self
+            .addressing
+            .get_or_try_init(|| async move {
+                let ok = partitions::verify(conn).await.map_err(|e| conn.failed(e))?;
+                if !ok {
+                    tracing::warn!(
+                        "the per-account tables are not partitioned as the migrations made them; \
+                         reads go through the parent tables"
+                    );
+                }
+                Ok::<bool, StoreError>(ok)
+            })
+            .await?;
+        Ok(on.then(|| Partition::of(owner)))
     }
 
     /// The write pool.
@@ -110,15 +141,25 @@ const STATE_HEAD: &str = "SELECT COALESCE((SELECT pts FROM user_sequences WHERE 
      COALESCE((SELECT sum(unread_count) FROM dialogs WHERE user_id = $1), 0)::bigint AS head_unread";
 
 /// The statements of the hot reads, public so that the bench's pgbench baseline
-/// (bench/src/readsql.rs) runs exactly the text the server runs.
+/// (bench/src/readsql.rs) runs exactly the text the server runs. Each is given for the account's
+/// partition ([`Partition`]), or for the parents with `None`: every row each one reads from a
+/// partitioned table is `$1`'s.
 pub mod statements {
     use std::sync::LazyLock;
 
     use super::{HISTORY_HEAD, STATE_HEAD};
+    use crate::postgres::partitions::{Addressed, Partition};
     use crate::postgres::rows::{box_columns_as, BOX_COLUMNS, DIALOG_COLUMNS, LOG_COLUMNS};
 
-    /// `$1` viewer, `$2` the ids (bigint[]).
-    pub const USERS_SEEN_BY: &str =
+    /// `$1` viewer, `$2` the ids (bigint[]); the viewer's contacts and who has the viewer as a
+    /// contact are in the viewer's partitions (`users` and `profile_photos` are not partitioned).
+    pub fn users_seen_by(p: Option<Partition>) -> &'static str {
+        static SQL: LazyLock<Addressed> =
+            LazyLock::new(|| Addressed::new(USERS_SEEN_BY, &["contacts", "reverse_contacts"]));
+        SQL.get(p)
+    }
+
+    const USERS_SEEN_BY: &str =
         "SELECT u.id, u.phone AS user_phone, u.first_name AS user_first_name, u.last_name AS user_last_name, \
            c.contact_user_id, c.first_name, c.last_name, c.phone, c.imported, c.date, \
            EXISTS (SELECT 1 FROM reverse_contacts r WHERE r.contact_user_id = $1 AND r.owner_user_id = u.id) AS has_viewer, \
@@ -129,39 +170,55 @@ pub mod statements {
          WHERE u.id = ANY($2)";
 
     /// `$1` owner, `$2` peer, `$3` below this box id, `$4` above this one, `$5` skip, `$6` limit.
-    pub fn history_page() -> &'static str {
-        static SQL: LazyLock<String> = LazyLock::new(|| {
-            format!(
-            "SELECT h.peer_exists, h.total, b.* FROM ({HISTORY_HEAD}) h \
-             LEFT JOIN LATERAL (SELECT {BOX_COLUMNS} FROM message_boxes \
-               WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND box_id < $3 AND box_id > $4 \
-               ORDER BY box_id DESC OFFSET $5 LIMIT $6) b ON h.peer_exists"
-        )
+    pub fn history_page(p: Option<Partition>) -> &'static str {
+        static SQL: LazyLock<Addressed> = LazyLock::new(|| {
+            Addressed::new(
+                &format!(
+                    "SELECT h.peer_exists, h.total, b.* FROM ({HISTORY_HEAD}) h \
+                     LEFT JOIN LATERAL (SELECT {BOX_COLUMNS} FROM message_boxes \
+                       WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND box_id < $3 AND box_id > $4 \
+                       ORDER BY box_id DESC OFFSET $5 LIMIT $6) b ON h.peer_exists"
+                ),
+                &["dialogs", "message_boxes"],
+            )
         });
-        &SQL
+        SQL.get(p)
+    }
+
+    /// `$1` owner: its pts and unread total.
+    pub fn state_head(p: Option<Partition>) -> &'static str {
+        static SQL: LazyLock<Addressed> =
+            LazyLock::new(|| Addressed::new(STATE_HEAD, &["dialogs"]));
+        SQL.get(p)
     }
 
     /// `$1` owner, `$2` after this pts, `$3` limit.
-    pub fn difference() -> &'static str {
-        static SQL: LazyLock<String> = LazyLock::new(|| {
-            format!(
-                "SELECT h.head_pts, h.head_unread, e.* FROM ({STATE_HEAD}) h \
-             LEFT JOIN LATERAL (SELECT {LOG_COLUMNS} FROM user_update_events \
-               WHERE user_id = $1 AND pts > $2 ORDER BY pts LIMIT $3) e ON h.head_pts > $2"
+    pub fn difference(p: Option<Partition>) -> &'static str {
+        static SQL: LazyLock<Addressed> = LazyLock::new(|| {
+            Addressed::new(
+                &format!(
+                    "SELECT h.head_pts, h.head_unread, e.* FROM ({STATE_HEAD}) h \
+                     LEFT JOIN LATERAL (SELECT {LOG_COLUMNS} FROM user_update_events \
+                       WHERE user_id = $1 AND pts > $2 ORDER BY pts LIMIT $3) e ON h.head_pts > $2"
+                ),
+                &["dialogs", "user_update_events"],
             )
         });
-        &SQL
+        SQL.get(p)
     }
 
     /// `$1` owner, `$2` folder, `$3` limit, `$4` room for the pins, `$5`..`$7` the cursor (used
     /// only when `cursor`).
-    pub fn dialog_list(cursor: bool) -> &'static str {
-        static AFTER: LazyLock<String> = LazyLock::new(|| dialog_list_sql(true));
-        static FIRST: LazyLock<String> = LazyLock::new(|| dialog_list_sql(false));
+    pub fn dialog_list(cursor: bool, p: Option<Partition>) -> &'static str {
+        const TABLES: [&str; 3] = ["dialogs", "notify_settings", "message_boxes"];
+        static AFTER: LazyLock<Addressed> =
+            LazyLock::new(|| Addressed::new(&dialog_list_sql(true), &TABLES));
+        static FIRST: LazyLock<Addressed> =
+            LazyLock::new(|| Addressed::new(&dialog_list_sql(false), &TABLES));
         if cursor {
-            &AFTER
+            AFTER.get(p)
         } else {
-            &FIRST
+            FIRST.get(p)
         }
     }
 
@@ -174,6 +231,7 @@ pub mod statements {
             "AND ($5::int, $6::int, $7::bigint) IS NOT NULL"
         };
         let tops = box_columns_as("m", "top_");
+        // The notification settings of DIALOG_COLUMNS are read by `dialogs.user_id`, which is $1.
         format!(
             "WITH pins AS ( \
                SELECT {DIALOG_COLUMNS}, row_number() OVER (ORDER BY pinned_order, peer_user_id) AS ord FROM dialogs \
@@ -191,8 +249,8 @@ pub mod statements {
     }
 
     /// `$1` owner, `$2` box ids (int[]).
-    pub fn messages_by_ids() -> &'static str {
-        crate::postgres::queries::messages_by_ids_sql()
+    pub fn messages_by_ids(p: Option<Partition>) -> &'static str {
+        crate::postgres::queries::messages_by_ids_sql(p)
     }
 }
 
@@ -237,7 +295,8 @@ impl Store for PgStore {
         }
         let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
         let mut conn = self.read.get().await?;
-        let rows = sqlx::query(statements::USERS_SEEN_BY)
+        let p = self.partition(&mut conn, viewer).await?;
+        let rows = sqlx::query(statements::users_seen_by(p))
             .bind(viewer.get())
             .bind(&raw)
             .fetch_all(&mut *conn)
@@ -296,7 +355,8 @@ impl Store for PgStore {
         // message_boxes_history as in `history`.
         let b = Bounds::new((w.offset_id > 0).then(|| i64::from(w.offset_id)), w);
         let mut conn = self.read.get().await?;
-        let rows = sqlx::query(statements::history_page())
+        let p = self.partition(&mut conn, owner).await?;
+        let rows = sqlx::query(statements::history_page(p))
             .bind(owner.get())
             .bind(peer.get())
             .bind(b.older_below())
@@ -325,7 +385,8 @@ impl Store for PgStore {
 
     async fn account_state(&self, owner: UserId) -> Result<AccountState, StoreError> {
         let mut conn = self.read.get().await?;
-        let row = sqlx::query(STATE_HEAD)
+        let p = self.partition(&mut conn, owner).await?;
+        let row = sqlx::query(statements::state_head(p))
             .bind(owner.get())
             .fetch_one(&mut *conn)
             .await
@@ -341,7 +402,8 @@ impl Store for PgStore {
         limit: i64,
     ) -> Result<(AccountState, Vec<LogEntry>), StoreError> {
         let mut conn = self.read.get().await?;
-        let rows = sqlx::query(statements::difference())
+        let p = self.partition(&mut conn, owner).await?;
+        let rows = sqlx::query(statements::difference(p))
             .bind(owner.get())
             .bind(after.get())
             .bind(limit.max(0))
@@ -378,7 +440,8 @@ impl Store for PgStore {
             peer_id: 0,
         });
         let mut conn = self.read.get().await?;
-        let rows = sqlx::query(statements::dialog_list(cursor.is_some()))
+        let p = self.partition(&mut conn, owner).await?;
+        let rows = sqlx::query(statements::dialog_list(cursor.is_some(), p))
             .bind(owner.get())
             .bind(folder_id)
             .bind(i64::from(limit.max(0)))
@@ -629,7 +692,8 @@ impl Store for PgStore {
         ids: &[BoxId],
     ) -> Result<Vec<OwnerMessage>, StoreError> {
         let mut conn = self.read.get().await?;
-        let rows = messages_by_ids_rows(&mut *conn, owner, ids)
+        let p = self.partition(&mut conn, owner).await?;
+        let rows = messages_by_ids_rows(&mut *conn, owner, ids, p)
             .await
             .map_err(|e| conn.failed(e))?;
         messages_in_order(&rows, ids)

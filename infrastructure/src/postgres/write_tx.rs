@@ -325,7 +325,7 @@ impl WriteTx for PgWriteTx {
         owner: UserId,
         ids: &[BoxId],
     ) -> Result<Vec<OwnerMessage>, StoreError> {
-        let rows = messages_by_ids_rows(self.reader(&[owner]).await?, owner, ids)
+        let rows = messages_by_ids_rows(self.reader(&[owner]).await?, owner, ids, None)
             .await
             .map_err(db_error)?;
         messages_in_order(&rows, ids)

@@ -9,6 +9,7 @@ mod blobs;
 mod common;
 mod log;
 mod migrate;
+mod partitions;
 mod pool;
 mod projections;
 mod rate_limiter;

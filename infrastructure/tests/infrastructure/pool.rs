@@ -201,3 +201,36 @@ async fn at_once<T>(
         Err(_) => panic!("{what} waited for the write pool"),
     }
 }
+
+/// A serving connection keeps [`STATEMENT_CACHE_CAPACITY`] prepared statements (the hot reads
+/// once per partition, and the rest) and no more: the next one pushes the oldest out.
+#[tokio::test]
+async fn a_serving_connection_keeps_its_statement_cache_capacity_of_prepared_statements() {
+    use infrastructure::postgres::STATEMENT_CACHE_CAPACITY;
+
+    let db = TestDb::new().await;
+    let pool = connect_with(&url_of(&db), 1, SessionSettings::SERVING)
+        .await
+        .expect("the serving pool");
+    let prepared = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM pg_prepared_statements")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    // With the count's own statement, the cache is then full.
+    for i in 0..STATEMENT_CACHE_CAPACITY - 1 {
+        sqlx::query(&format!("SELECT {i}::int AS n"))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    assert_eq!(prepared().await, STATEMENT_CACHE_CAPACITY as i64);
+    sqlx::query("SELECT -1::int AS n")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(prepared().await, STATEMENT_CACHE_CAPACITY as i64);
+    pool.close().await;
+    db.drop().await;
+}
