@@ -20,6 +20,10 @@ pub struct Config {
     /// store uses, so reads never queue behind writers holding connections across their commits
     /// (docs/performance.md, "Reads"). 0 puts the reads on the write pool.
     pub db_read_max_connections: u32,
+    /// `PTSLOG_DB_WARM_READ_CONNECTIONS` (default true): at start, open every read connection and
+    /// prepare the hot reads on each for every partition, in the background, so that the first
+    /// calls do not pay it (docs/performance.md, "Statements addressed to the partition").
+    pub db_warm_read_connections: bool,
     /// `REDIS_URL`.
     pub redis_url: String,
     /// `PTSLOG_REDIS_PREFIX`: a prefix for every Redis key (several deployments can share a Redis).
@@ -211,6 +215,7 @@ impl Config {
                 .transpose()
                 .context("PTSLOG_DB_READ_MAX_CONNECTIONS")?
                 .unwrap_or(DEFAULT_DB_READ_MAX_CONNECTIONS),
+            db_warm_read_connections: parse_bool("PTSLOG_DB_WARM_READ_CONNECTIONS", true)?,
             redis_url: get("REDIS_URL").unwrap_or(DEFAULT_REDIS_URL).to_string(),
             redis_prefix: get("PTSLOG_REDIS_PREFIX").unwrap_or("").to_string(),
             http_addr: get("PTSLOG_HTTP_ADDR")

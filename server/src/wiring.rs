@@ -80,7 +80,20 @@ async fn build_with_acks(config: &Config) -> anyhow::Result<(App, PgPool, Arc<Ac
             config.limits.db,
         )
         .with_context(|| format!("the read pool for {}", redact(&config.database_url)))?;
-        Arc::new(PgStore::with_read_pool(pool.clone(), read))
+        let store = Arc::new(PgStore::with_read_pool(pool.clone(), read));
+        if config.db_warm_read_connections {
+            let warming = store.clone();
+            tokio::spawn(async move {
+                match warming.warm_read_connections().await {
+                    Ok(n) => tracing::debug!(connections = n, "read connections warmed"),
+                    Err(e) => tracing::warn!(
+                        error = %e,
+                        "warming the read connections failed; they warm on first use"
+                    ),
+                }
+            });
+        }
+        store
     };
     let app = App::new(
         store,

@@ -170,6 +170,12 @@ pub fn test_config(db: &str) -> Config {
     vars.insert("PTSLOG_HTTP_ADDR".to_string(), "127.0.0.1:0".to_string());
     vars.insert("PTSLOG_SEND_RATE_PER_MINUTE".to_string(), "0".to_string());
     vars.insert("PTSLOG_DB_MAX_CONNECTIONS".to_string(), "8".to_string());
+    // Warming 16 read connections at start costs a test server seconds of database time; the
+    // warm-up has its own test (infrastructure/tests/infrastructure/pool.rs).
+    vars.insert(
+        "PTSLOG_DB_WARM_READ_CONNECTIONS".to_string(),
+        "false".to_string(),
+    );
     // Blobs and upload parts in a folder of this test's own (removed by `TestServer::stop`).
     vars.insert(
         "PTSLOG_BLOB_DIR".to_string(),

@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod auth_key_cipher;
+pub mod hot_reads;
 pub mod log_export;
 pub mod login_codes;
 pub mod media_catalog;

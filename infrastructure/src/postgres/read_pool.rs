@@ -98,6 +98,14 @@ impl ReadPool {
         Ok(ReadPool::Own(pool))
     }
 
+    /// How many connections the pool may hold (0 for reads on the write pool).
+    pub fn max_size(&self) -> usize {
+        match self {
+            ReadPool::Own(pool) => pool.status().max_size,
+            ReadPool::Shared(_) => 0,
+        }
+    }
+
     /// A connection for one read (waiting at most [`ACQUIRE_TIMEOUT`] for one to be free).
     pub async fn get(&self) -> Result<ReadConn, StoreError> {
         match self {

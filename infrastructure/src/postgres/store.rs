@@ -17,6 +17,7 @@ use sqlx::{Connection, PgPool};
 use tokio::sync::OnceCell;
 
 use crate::error::db_error;
+use crate::postgres::hot_reads;
 use crate::postgres::partitions::{self, Partition};
 use crate::postgres::profile_photos;
 use crate::postgres::queries::{like_contains, messages_by_ids_rows, messages_in_order};
@@ -56,11 +57,7 @@ impl PgStore {
     }
 
     /// Whether reads are addressed to partitions (checking the catalog on `conn` the first time).
-    async fn partition(
-        &self,
-        conn: &mut ReadConn,
-        owner: UserId,
-    ) -> Result<Option<Partition>, StoreError> {
+    async fn addressed(&self, conn: &mut ReadConn) -> Result<bool, StoreError> {
         let on = *self
             .addressing
             .get_or_try_init(|| async move {
@@ -74,7 +71,36 @@ impl PgStore {
                 Ok::<bool, StoreError>(ok)
             })
             .await?;
-        Ok(on.then(|| Partition::of(owner)))
+        Ok(on)
+    }
+
+    /// The partition to address `owner`'s reads to, or `None` for the parents.
+    async fn partition(
+        &self,
+        conn: &mut ReadConn,
+        owner: UserId,
+    ) -> Result<Option<Partition>, StoreError> {
+        Ok(self.addressed(conn).await?.then(|| Partition::of(owner)))
+    }
+
+    /// Opens every read connection and prepares and plans the hot reads on each, for every
+    /// partition ([`hot_reads::warm`]), so that calls do not pay each statement's first use on
+    /// each connection (docs/performance.md, "Statements addressed to the partition"). Answers
+    /// how many connections it warmed.
+    ///
+    /// A warmed connection is held until the last is warmed, so that the next one taken is a new
+    /// one; calls meanwhile use (and open) the others. Run it when the server starts.
+    pub async fn warm_read_connections(&self) -> Result<usize, StoreError> {
+        let mut held: Vec<ReadConn> = Vec::new();
+        for _ in 0..self.read.max_size() {
+            let mut conn = self.read.get().await?;
+            let addressed = self.addressed(&mut conn).await?;
+            hot_reads::warm(&mut conn, addressed)
+                .await
+                .map_err(|e| conn.failed(e))?;
+            held.push(conn);
+        }
+        Ok(held.len())
     }
 
     /// The write pool.
@@ -296,10 +322,7 @@ impl Store for PgStore {
         let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
         let mut conn = self.read.get().await?;
         let p = self.partition(&mut conn, viewer).await?;
-        let rows = sqlx::query(statements::users_seen_by(p))
-            .bind(viewer.get())
-            .bind(&raw)
-            .fetch_all(&mut *conn)
+        let rows = hot_reads::users_seen_by(&mut conn, p, viewer, &raw)
             .await
             .map_err(|e| conn.failed(e))?;
         rows.iter()
@@ -356,14 +379,13 @@ impl Store for PgStore {
         let b = Bounds::new((w.offset_id > 0).then(|| i64::from(w.offset_id)), w);
         let mut conn = self.read.get().await?;
         let p = self.partition(&mut conn, owner).await?;
-        let rows = sqlx::query(statements::history_page(p))
-            .bind(owner.get())
-            .bind(peer.get())
-            .bind(b.older_below())
-            .bind(b.min_exclusive)
-            .bind(i64::from(w.older_skip()))
-            .bind(i64::from(w.older_count()))
-            .fetch_all(&mut *conn)
+        let page = hot_reads::PageArgs {
+            below: b.older_below(),
+            above: b.min_exclusive,
+            skip: i64::from(w.older_skip()),
+            limit: i64::from(w.older_count()),
+        };
+        let rows = hot_reads::history_page(&mut conn, p, owner, peer, &page)
             .await
             .map_err(|e| conn.failed(e))?;
         let Some(first) = rows.first() else {
@@ -386,9 +408,7 @@ impl Store for PgStore {
     async fn account_state(&self, owner: UserId) -> Result<AccountState, StoreError> {
         let mut conn = self.read.get().await?;
         let p = self.partition(&mut conn, owner).await?;
-        let row = sqlx::query(statements::state_head(p))
-            .bind(owner.get())
-            .fetch_one(&mut *conn)
+        let row = hot_reads::state_head(&mut conn, p, owner)
             .await
             .map_err(|e| conn.failed(e))?;
         account_state_of(&row)
@@ -403,11 +423,7 @@ impl Store for PgStore {
     ) -> Result<(AccountState, Vec<LogEntry>), StoreError> {
         let mut conn = self.read.get().await?;
         let p = self.partition(&mut conn, owner).await?;
-        let rows = sqlx::query(statements::difference(p))
-            .bind(owner.get())
-            .bind(after.get())
-            .bind(limit.max(0))
-            .fetch_all(&mut *conn)
+        let rows = hot_reads::difference(&mut conn, p, owner, after.get(), limit)
             .await
             .map_err(|e| conn.failed(e))?;
         let Some(first) = rows.first() else {
@@ -434,24 +450,20 @@ impl Store for PgStore {
         limit: i32,
         extra_for_pins: bool,
     ) -> Result<DialogList, StoreError> {
-        let c = cursor.unwrap_or(DialogCursor {
-            top_message_date: 0,
-            top_message: 0,
-            peer_id: 0,
-        });
         let mut conn = self.read.get().await?;
         let p = self.partition(&mut conn, owner).await?;
-        let rows = sqlx::query(statements::dialog_list(cursor.is_some(), p))
-            .bind(owner.get())
-            .bind(folder_id)
-            .bind(i64::from(limit.max(0)))
-            .bind(extra_for_pins)
-            .bind(c.top_message_date)
-            .bind(c.top_message)
-            .bind(c.peer_id)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(|e| conn.failed(e))?;
+        let limit = i64::from(limit.max(0));
+        let rows = hot_reads::dialog_list(
+            &mut conn,
+            p,
+            owner,
+            folder_id,
+            cursor,
+            limit,
+            extra_for_pins,
+        )
+        .await
+        .map_err(|e| conn.failed(e))?;
         let mut list = DialogList {
             pinned: Vec::new(),
             page: Vec::new(),

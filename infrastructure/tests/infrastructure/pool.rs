@@ -234,3 +234,42 @@ async fn a_serving_connection_keeps_its_statement_cache_capacity_of_prepared_sta
     pool.close().await;
     db.drop().await;
 }
+
+/// The warm-up at start leaves every read connection with each hot read prepared and planned
+/// for every partition, and the reads then answer as before.
+#[tokio::test]
+async fn warmed_read_connections_hold_every_partitions_hot_reads_planned() {
+    use application::ports::Store;
+    use domain::Pts;
+    use infrastructure::postgres::hot_reads::WARMED_PER_PARTITION;
+    use infrastructure::postgres::partitions::USER_PARTITIONS;
+    use infrastructure::postgres::read_pool::ReadPool;
+    use infrastructure::PgStore;
+
+    let db = TestDb::new().await;
+    let (a, b) = (db.user("+15550740001").await, db.user("+15550740002").await);
+    crate::common::send(&db.store, a, b, "warm", 100).await;
+    let url = url_of(&db);
+    let read = ReadPool::new(&url, 2, SessionSettings::SERVING).expect("the read pool");
+    let store = PgStore::with_read_pool(db.pool.clone(), read.clone());
+    assert_eq!(store.warm_read_connections().await.unwrap(), 2);
+
+    // Both connections (held together, so each is a different one): every addressed statement
+    // prepared, each with its generic plan made.
+    let mut conns = vec![read.get().await.unwrap(), read.get().await.unwrap()];
+    for conn in &mut conns {
+        let (addressed, planned): (i64, i64) = sqlx::query_as(
+            "SELECT count(*), count(*) FILTER (WHERE generic_plans > 0) FROM pg_prepared_statements \
+             WHERE statement ~ '_p[0-9]+ '",
+        )
+        .fetch_one(&mut **conn)
+        .await
+        .unwrap();
+        let want = (WARMED_PER_PARTITION * USER_PARTITIONS as usize) as i64;
+        assert_eq!((addressed, planned), (want, want));
+    }
+    drop(conns);
+    let (_, entries) = store.difference(a, Pts::new(0).unwrap(), 10).await.unwrap();
+    assert_eq!(entries.len(), 1);
+    db.drop().await;
+}
