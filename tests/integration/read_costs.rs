@@ -1,7 +1,8 @@
 //! Issue 16's read costs: getHistory's count comes from the dialogs read model (kept right through
 //! sends, deletions, clears and rebuilds), `mutual_contact` from the reverse_contacts read model
 //! (one partition per look-up, kept right through saves, deletions and rebuilds), and the token →
-//! caller cache of each instance stops a logged-out device at once on every instance
+//! caller cache of each instance stops a logged-out device at once on every instance, and the read
+//! connections warmed at start leave the reads answering right
 //! (docs/performance.md, "Reads" and "Reverse contacts").
 
 use std::time::{Duration, Instant};
@@ -416,5 +417,64 @@ async fn a_logged_out_device_stops_at_once_on_every_instance() {
     }
     device.state().await;
     b.shutdown().await;
+    s.stop().await;
+}
+
+/// With the read connections warmed at start (the production default, off elsewhere in these
+/// tests), calls made while the warm-up runs and after it answer what they should, and every
+/// read connection ends up opened.
+#[tokio::test]
+async fn reads_answer_while_and_after_the_read_connections_warm() {
+    let s = TestServer::start_with(|c| {
+        c.db_warm_read_connections = true;
+        c.db_read_max_connections = 3;
+    })
+    .await;
+    let alice = s.login("+15557170101", "Alice").await;
+    let bob = s.login("+15557170102", "Bob").await;
+    let to_bob = alice.peer_of("+15557170102").await;
+    let to_alice = bob.peer_of("+15557170101").await;
+    let check = |round: usize| {
+        let (alice, bob, to_bob, to_alice) = (&alice, &bob, &to_bob, &to_alice);
+        async move {
+            alice.send(to_bob, &format!("warm {round}")).await;
+            assert_eq!(history_count(alice, to_bob).await, round as i64 + 1);
+            assert_eq!(history_count(bob, to_alice).await, round as i64 + 1);
+            let diff = bob
+                .rpc(
+                    "updates.getDifference",
+                    json!({"pts": 0, "date": 0, "qts": 0}),
+                )
+                .await;
+            assert_eq!(
+                diff["new_messages"].as_array().map(Vec::len),
+                Some(round + 1),
+                "{diff}"
+            );
+        }
+    };
+    check(0).await;
+    // The warm-up's last statement on each connection is getMessages' for the last partition,
+    // which no call above runs: the connections that show it as their last were warmed (the
+    // reads above may have used one of them since).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let warmed: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND query LIKE '%FROM message_boxes_p15 message_boxes WHERE owner_user_id = $1 AND box_id = ANY($2)%'",
+        )
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+        if warmed >= 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the read connections were not warmed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    check(1).await;
     s.stop().await;
 }
