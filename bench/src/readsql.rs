@@ -117,13 +117,19 @@ pub fn pgbench_scripts(op: ReadOp, n: usize) -> Vec<(String, usize)> {
         .zip(of)
         .filter(|(_, ids)| !ids.is_empty())
         .map(|(p, ids)| {
-            // pgbench has no arrays: the k-th account of the partition by a CASE over k.
+            // pgbench has no arrays: the k-th account of the partition by a CASE over k (a
+            // CASE needs a WHEN: one account is itself).
             let last = ids.len() - 1;
-            let mut pick = String::from("CASE");
-            for (k, id) in ids[..last].iter().enumerate() {
-                pick.push_str(&format!(" WHEN :k = {k} THEN {id}"));
-            }
-            pick.push_str(&format!(" ELSE {} END", ids[last]));
+            let pick = if last == 0 {
+                ids[0].to_string()
+            } else {
+                let mut pick = String::from("CASE");
+                for (k, id) in ids[..last].iter().enumerate() {
+                    pick.push_str(&format!(" WHEN :k = {k} THEN {id}"));
+                }
+                pick.push_str(&format!(" ELSE {} END", ids[last]));
+                pick
+            };
             let head = vec![
                 format!("\\set k random(0, {last})"),
                 format!("\\set u {pick}"),
@@ -226,6 +232,13 @@ mod tests {
                 assert_eq!(statements, op.statements(), "{op:?}: {s}");
                 assert!(s.contains("_p"), "{op:?} addressed: {s}");
             }
+        }
+        // Few accounts: partitions of one account pick it without a CASE, empty ones have none.
+        let few = pgbench_scripts(ReadOp::Difference, 5);
+        assert_eq!(few.iter().map(|(_, w)| w).sum::<usize>(), 5);
+        for (s, w) in &few {
+            assert_eq!(s.contains("CASE"), *w > 1, "{s}");
+            assert!(!s.contains("CASE ELSE"), "{s}");
         }
         let ten: Vec<String> = (0..10).map(|i| format!("a{i}")).collect();
         let ten: Vec<&str> = ten.iter().map(String::as_str).collect();
