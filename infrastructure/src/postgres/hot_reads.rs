@@ -7,7 +7,7 @@ use domain::UserId;
 use sqlx::postgres::PgRow;
 use sqlx::PgConnection;
 
-use crate::postgres::partitions::{Partition, USER_PARTITIONS};
+use crate::postgres::partitions::Partition;
 use crate::postgres::queries::messages_by_ids_rows;
 use crate::postgres::store::statements;
 
@@ -130,7 +130,6 @@ pub async fn warm(conn: &mut PgConnection, addressed: bool) -> Result<usize, sql
     } else {
         vec![None]
     };
-    debug_assert!(targets.len() <= USER_PARTITIONS as usize);
     let page = PageArgs {
         below: i64::MAX,
         above: 0,
