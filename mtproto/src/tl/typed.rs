@@ -555,8 +555,8 @@ impl Drop for ObjectSer<'_, '_> {
 
 impl<'s> ObjectSer<'s, '_> {
     fn start(&mut self, c: &'s Combinator) {
-        let old = std::mem::replace(&mut self.slots, self.at.spare.slots(c.params.len()));
-        self.at.spare.give_back(Vec::new(), old);
+        // Once per object (its constructor is known once), so there are no slots to give back.
+        self.slots = self.at.spare.slots(c.params.len());
         if self.at.top {
             self.unwrap = unwrap_param(self.at.ty, c).map(|i| (i, None));
         }
