@@ -14,7 +14,8 @@
 //! What the client leaves out, because the server does nothing with it: acks (the server keeps
 //! no answers for resending and reads `msgs_ack` as a no-op), containers, obfuscation. Answers
 //! are not decoded into objects: each is checked to be an `rpc_result` for its request whose
-//! object is one of the constructors the call must answer (inflated first when gzip-packed).
+//! object is one of the constructors the call must answer (when it is gzip-packed, only as far as
+//! its constructor: the HTTP load reads only an answer's `"_"` too).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -76,7 +77,7 @@ impl MtConn {
     pub async fn call_expecting(&mut self, body: &[u8], expect: &[u32]) -> Result<(), String> {
         match self
             .session
-            .call_raw(body)
+            .call_head(body, 4)
             .await
             .map_err(|e| format!("{e:#}"))?
         {
