@@ -25,6 +25,10 @@ pub enum TlJsonError {
     /// A typed answer's `Serialize` failed (see `typed`).
     #[error("answer did not serialize: {0}")]
     Unserializable(String),
+    /// The typed writer's own: an object's fields came out of the schema's order, so it writes
+    /// the answer again through scratch buffers (never returned by `encode_result_typed`).
+    #[error("fields out of the schema's order")]
+    OutOfOrder,
 }
 
 /// Reads one boxed object (type or function, `gzip_packed` unwrapped) as JSON, within one

@@ -17,7 +17,7 @@ pub use json::{
 };
 pub use reader::{Reader, TlError};
 pub use schema::{Combinator, Param, ParamType, Schema, LAYERS, NEWEST_LAYER, OLDEST_LAYER};
-pub use typed::encode_result_typed;
+pub use typed::{encode_result_typed, written_in_one_pass};
 pub use upgrade::upgrade_request;
 pub use writer::Writer;
 
