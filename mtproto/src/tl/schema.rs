@@ -57,6 +57,10 @@ pub struct Combinator {
     /// For each parameter, the index of the `#` parameter its condition names (`flags.N?T`),
     /// resolved once here so that writing an object never compares parameter names.
     pub flag_of: Vec<Option<usize>>,
+    /// For each index `i` (and one past the last), the first parameter at `i` or after it that
+    /// is always written (a `#` word or a required parameter), so that a writer skipping absent
+    /// conditional parameters jumps over them instead of looking at each.
+    pub next_written: Vec<usize>,
 }
 
 #[derive(Debug, Default)]
@@ -224,6 +228,13 @@ fn parse_line(line: &str, is_function: bool) -> Option<Combinator> {
             _ => None,
         })
         .collect();
+    let mut next_written = vec![params.len(); params.len() + 1];
+    for i in (0..params.len()).rev() {
+        next_written[i] = match params[i].ty {
+            ParamType::Conditional { .. } => next_written[i + 1],
+            _ => i,
+        };
+    }
     Some(Combinator {
         id,
         name: name.to_string(),
@@ -231,6 +242,7 @@ fn parse_line(line: &str, is_function: bool) -> Option<Combinator> {
         result: result.trim().to_string(),
         is_function,
         flag_of,
+        next_written,
     })
 }
 
@@ -278,6 +290,21 @@ pub(crate) fn parse_type(ty: &str) -> Option<ParamType> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_parameter_knows_the_next_one_always_written() {
+        let s = Schema::parse("t#1 flags:# a:flags.0?int b:int c:flags.1?true d:flags.2?long = T;");
+        let t = s.by_name("t").unwrap();
+        // flags, b, then nothing but conditionals to the end.
+        assert_eq!(t.next_written, vec![0, 2, 2, 5, 5, 5]);
+        let message = Schema::api().by_name("message").unwrap();
+        let id = message.params.iter().position(|p| p.name == "id").unwrap();
+        assert_eq!(message.next_written[id], id);
+        assert_eq!(
+            message.next_written[message.params.len()],
+            message.params.len()
+        );
+    }
 
     #[test]
     fn the_api_schema_parses() {

@@ -651,8 +651,10 @@ impl<'s> ObjectSer<'s, '_> {
         let Some(d) = self.direct.as_mut() else {
             return Ok(());
         };
-        let from = d.emitted as usize;
-        for (i, p) in c.params.iter().enumerate().take(upto).skip(from) {
+        // Absent conditional parameters write nothing: only the others are visited.
+        let mut i = c.next_written[(d.emitted as usize).min(c.params.len())];
+        while i < upto {
+            let p = &c.params[i];
             match &p.ty {
                 ParamType::Flags => {
                     let n = usize::from(d.words);
@@ -671,6 +673,7 @@ impl<'s> ObjectSer<'s, '_> {
                 ty => encode_zero_at(ty, self.w, &c.name, &p.name)
                     .map_err(|_| TlJsonError::OutOfOrder)?,
             }
+            i = c.next_written[i + 1];
         }
         d.emitted = d.emitted.max(upto as u32);
         Ok(())
