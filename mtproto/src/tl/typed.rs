@@ -49,8 +49,8 @@ pub fn encode_result_typed<T: Serialize + ?Sized>(
 }
 
 /// Whether `answer` is written in one pass, each object straight into its parent's buffer (no
-/// field of any object out of the schema's order). Debug builds of the server check it on every
-/// answer, so the application's types keep their fields in the schema's order.
+/// field of any object out of the schema's order). Debug builds of the server check it on the
+/// hot answers (`ONE_PASS_ANSWERS`), so their types keep their fields in the schema's order.
 pub fn written_in_one_pass<T: Serialize + ?Sized>(
     schema: &Schema,
     function: &str,
@@ -667,6 +667,7 @@ impl<'s> ObjectSer<'s, '_> {
                     d.words += 1;
                     self.w.u32(0);
                 }
+                // Never visited: `next_written` jumps over them.
                 ParamType::Conditional { .. } => {}
                 // A required object has no zero: it may still come, out of order, so the
                 // scratch pass decides.
