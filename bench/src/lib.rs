@@ -738,10 +738,12 @@ fn open_loop_rate(asked: Option<f64>, max_inproc: f64) -> (f64, f64) {
     (rate, of_max)
 }
 
-/// Probes per second of each read in the `latency_half_max` phase: 1/50 of the send rate, at
-/// least 2/s (enough samples for a p99 in a few seconds) and at most 20/s.
+/// Probes per second of each read in the `latency_half_max` phase: 1/20 of the send rate, at
+/// least 5/s and at most 50/s. A p99 needs a few hundred samples to be more than the slowest
+/// call: at 1/50 and at most 20/s a 5 s phase had about 90 of each, so its "p99" was the
+/// slowest but one. 50/s of each read is still a few per cent of one core.
 fn probe_rate(send_rate: f64) -> f64 {
-    (send_rate / 50.0).clamp(2.0, 20.0)
+    (send_rate / 20.0).clamp(5.0, 50.0)
 }
 
 /// The open-loop streams of a mixed phase at send rate `rate`.
@@ -1026,8 +1028,12 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
                     "reads_again",
                     json!({"concurrency": c, "order": "after the first MTProto window: MTProto, then HTTP"}),
                 );
-                phase.ops.insert(format!("{} (MTProto)", op.name()), again.clone());
-                phase.ops.insert(format!("{} (HTTP)", op.name()), http_again.clone());
+                phase
+                    .ops
+                    .insert(format!("{} (MTProto)", op.name()), again.clone());
+                phase
+                    .ops
+                    .insert(format!("{} (HTTP)", op.name()), http_again.clone());
                 phase.wall_s = stats::round1(2.0 * duration.as_secs_f64());
                 ctx.push(phase);
                 mt_calls += again.throughput_per_s;
