@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use infrastructure::postgres::{PlanCacheMode, SessionSettings};
+use infrastructure::postgres::{
+    PlanCacheMode, SessionSettings, MAX_GIN_PENDING_LIST_LIMIT_KB, MIN_GIN_PENDING_LIST_LIMIT_KB,
+};
 
 use crate::http::serve::HttpLimits;
 
@@ -15,7 +17,8 @@ pub struct ServingLimits {
     /// `PTSLOG_HTTP_REQUEST_TIMEOUT_MS`, `PTSLOG_HTTP_MAX_CONNECTIONS`.
     pub http: HttpLimits,
     /// `PTSLOG_DB_STATEMENT_TIMEOUT_MS`, `PTSLOG_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS`,
-    /// `PTSLOG_DB_PLAN_CACHE_MODE`: the serving pools' sessions (the CLI's pools have none).
+    /// `PTSLOG_DB_PLAN_CACHE_MODE`, `PTSLOG_DB_GIN_PENDING_LIST_LIMIT_KB`: the serving pools'
+    /// sessions (the CLI's pools have none).
     pub db: SessionSettings,
     /// `PTSLOG_ACCOUNT_MAX_CONCURRENT_REQUESTS` (0: no cap).
     pub account_max_concurrent_requests: u32,
@@ -89,6 +92,17 @@ impl ServingLimits {
                         anyhow!("PTSLOG_DB_PLAN_CACHE_MODE must be auto, force_generic_plan or force_custom_plan, not {v:?}")
                     })?),
                 },
+                gin_pending_list_limit_kb: match number("PTSLOG_DB_GIN_PENDING_LIST_LIMIT_KB")? {
+                    None => d.db.gin_pending_list_limit_kb,
+                    Some(n) => Some(
+                        u32::try_from(n)
+                            .ok()
+                            .filter(|kb| (MIN_GIN_PENDING_LIST_LIMIT_KB..=MAX_GIN_PENDING_LIST_LIMIT_KB).contains(kb))
+                            .ok_or_else(|| {
+                                anyhow!("PTSLOG_DB_GIN_PENDING_LIST_LIMIT_KB must be from {MIN_GIN_PENDING_LIST_LIMIT_KB} to {MAX_GIN_PENDING_LIST_LIMIT_KB} (kB), not {n}")
+                            })?,
+                    ),
+                },
             },
             account_max_concurrent_requests: match number("PTSLOG_ACCOUNT_MAX_CONCURRENT_REQUESTS")?
             {
@@ -126,6 +140,7 @@ mod tests {
         assert_eq!(d.http.max_connections, 4096);
         assert_eq!(d.db.statement, Some(Duration::from_secs(10)));
         assert_eq!(d.db.plan_cache_mode, Some(PlanCacheMode::ForceGenericPlan));
+        assert_eq!(d.db.gin_pending_list_limit_kb, Some(256));
         assert_eq!(d.account_max_concurrent_requests, 8);
         assert_eq!(d.account_max_push_sockets, 10);
         assert_eq!(d.phone_lookups_per_day, 1000);
@@ -146,11 +161,22 @@ mod tests {
             ("PTSLOG_HTTP_MAX_CONNECTIONS", "0"),
             ("PTSLOG_HTTP_BODY_TIMEOUT_MS", "soon"),
             ("PTSLOG_DB_PLAN_CACHE_MODE", "generic"),
+            ("PTSLOG_DB_GIN_PENDING_LIST_LIMIT_KB", "63"),
+            ("PTSLOG_DB_GIN_PENDING_LIST_LIMIT_KB", "2147483648"),
         ] {
             assert!(
                 ServingLimits::from_vars(&vars(&[(k, v)])).is_err(),
                 "{k}={v}"
             );
+        }
+        // Postgres's own bounds of gin_pending_list_limit, each accepted.
+        for kb in [MIN_GIN_PENDING_LIST_LIMIT_KB, MAX_GIN_PENDING_LIST_LIMIT_KB] {
+            let c = ServingLimits::from_vars(&vars(&[(
+                "PTSLOG_DB_GIN_PENDING_LIST_LIMIT_KB",
+                &kb.to_string(),
+            )]))
+            .unwrap();
+            assert_eq!(c.db.gin_pending_list_limit_kb, Some(kb));
         }
     }
 }

@@ -94,13 +94,30 @@ impl PlanCacheMode {
     }
 }
 
+/// How large, in kB, a serving session lets the pending list of a GIN index with `fastupdate`
+/// grow (`gin_pending_list_limit`; `PTSLOG_DB_GIN_PENDING_LIST_LIMIT_KB`). The message search index
+/// (`message_boxes_search`, trigrams) queues new entries in that list, and the insert that takes
+/// it past the limit merges the whole list into the index inside its own statement. At Postgres's
+/// default of 4 MB that merge made a batch's `message_boxes` insert take 30–170 ms instead of
+/// about 2, while the batch held its accounts, and every write behind it waited: the tail of the
+/// `mixed` phase (docs/performance.md, "The search index's pending list, bounded"). A sixteenth
+/// of it merges as often in total but in pieces a sixteenth as long.
+pub const DEFAULT_GIN_PENDING_LIST_LIMIT_KB: u32 = 256;
+/// The smallest `gin_pending_list_limit` Postgres accepts, in kB.
+pub const MIN_GIN_PENDING_LIST_LIMIT_KB: u32 = 64;
+/// The largest `gin_pending_list_limit` Postgres accepts, in kB (`MAX_KILOBYTES` on 64-bit).
+pub const MAX_GIN_PENDING_LIST_LIMIT_KB: u32 = i32::MAX as u32;
+
 /// Postgres session settings applied to every connection of a pool; `None` leaves the server's
-/// default (usually no limit, and `auto` plans).
+/// default (usually no limit, `auto` plans and a 4 MB pending list).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SessionSettings {
     pub statement: Option<Duration>,
     pub idle_in_transaction: Option<Duration>,
     pub plan_cache_mode: Option<PlanCacheMode>,
+    /// `gin_pending_list_limit` in kB, within [`MIN_GIN_PENDING_LIST_LIMIT_KB`] ..=
+    /// [`MAX_GIN_PENDING_LIST_LIMIT_KB`].
+    pub gin_pending_list_limit_kb: Option<u32>,
 }
 
 impl SessionSettings {
@@ -109,6 +126,7 @@ impl SessionSettings {
         statement: Some(DEFAULT_STATEMENT_TIMEOUT),
         idle_in_transaction: Some(DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT),
         plan_cache_mode: Some(PlanCacheMode::SERVING),
+        gin_pending_list_limit_kb: Some(DEFAULT_GIN_PENDING_LIST_LIMIT_KB),
     };
 
     /// The settings as `name=value` pairs, in the order they are sent.
@@ -122,6 +140,9 @@ impl SessionSettings {
         }
         if let Some(mode) = self.plan_cache_mode {
             settings.push(("plan_cache_mode", mode.as_str().to_string()));
+        }
+        if let Some(kb) = self.gin_pending_list_limit_kb {
+            settings.push(("gin_pending_list_limit", format!("{kb}kB")));
         }
         settings
     }

@@ -79,6 +79,11 @@ async fn read_connections_closed_by_the_server_are_replaced() {
         .await
         .unwrap();
     assert_eq!(mode, "force_generic_plan");
+    let pending: String = sqlx::query_scalar("SHOW gin_pending_list_limit")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(pending, "256kB");
     drop(conn);
 
     // A statement given up half way (its caller cancelled): the connection goes back without a
