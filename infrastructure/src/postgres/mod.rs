@@ -98,7 +98,7 @@ impl PlanCacheMode {
 /// grow (`gin_pending_list_limit`; `PTSLOG_DB_GIN_PENDING_LIST_LIMIT_KB`). The message search index
 /// (`message_boxes_search`, trigrams) queues new entries in that list, and the insert that takes
 /// it past the limit merges the whole list into the index inside its own statement. At Postgres's
-/// default of 4 MB that merge made a batch's `message_boxes` insert take 30–170 ms instead of
+/// default of 4 MB that merge made a batch's `message_boxes` insert take 30–120 ms instead of
 /// about 2, while the batch held its accounts, and every write behind it waited: the tail of the
 /// `mixed` phase (docs/performance.md, "The search index's pending list, bounded"). A sixteenth
 /// of it merges as often in total but in pieces a sixteenth as long.
