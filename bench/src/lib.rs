@@ -1017,6 +1017,9 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
                 let again = summarize(&rec, elapsed);
                 let (rec, elapsed, _, _) = http_reads(db, op, c, duration).await?;
                 let http_again = summarize(&rec, elapsed);
+                mt_calls += again.throughput_per_s;
+                http_calls += http_again.throughput_per_s;
+                http_mean = http_calls / 2.0;
                 ctx.log(format!(
                     "  {:<28} again: MTProto {:.0}/s, HTTP {:.0}/s",
                     op.name(),
@@ -1028,17 +1031,12 @@ async fn run_reads(ctx: &mut Ctx, db: &Db) -> anyhow::Result<()> {
                     "reads_again",
                     json!({"concurrency": c, "order": "after the first MTProto window: MTProto, then HTTP"}),
                 );
+                phase.ops.insert(format!("{} (MTProto)", op.name()), again);
                 phase
                     .ops
-                    .insert(format!("{} (MTProto)", op.name()), again.clone());
-                phase
-                    .ops
-                    .insert(format!("{} (HTTP)", op.name()), http_again.clone());
+                    .insert(format!("{} (HTTP)", op.name()), http_again);
                 phase.wall_s = stats::round1(2.0 * duration.as_secs_f64());
                 ctx.push(phase);
-                mt_calls += again.throughput_per_s;
-                http_calls += http_again.throughput_per_s;
-                http_mean = http_calls / 2.0;
             }
             if http_calls > 0.0 {
                 ctx.report.ratios.push(Ratio {
