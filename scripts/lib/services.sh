@@ -584,6 +584,102 @@ stop_postgres() {
 }
 
 # ---------------------------------------------------------------------------
+# A primary and its streaming replica, for the read replica's tests (DATABASE_READ_URL)
+# ---------------------------------------------------------------------------
+# A pair of its own, beside the main instance: its replica then replays only the replica
+# tests' writes, not the suite's hundreds of template copies, which would keep it behind.
+#   PTSLOG_PG_PAIR_PORT   the pair's primary (default PTSLOG_PG_PORT + 2); its replica is on
+#                         the next port
+# Exports PTSLOG_TEST_PAIR_PRIMARY_URL and PTSLOG_TEST_PAIR_REPLICA_URL.
+
+_pg_pair_paths() {
+    PTSLOG_PG_PAIR_PORT=${PTSLOG_PG_PAIR_PORT:-$((PTSLOG_PG_PORT + 2))}
+    _PAIR_REPLICA_PORT=$((PTSLOG_PG_PAIR_PORT + 1))
+    _PAIR_BASE=${_PG_BASE}-pair
+    _PAIR_REPLICA=$_PAIR_BASE/replica
+}
+
+_pair_system_id() { # PORT - the cluster's system identifier (a standby reports its primary's)
+    "$_PG_BIN/psql" -X -q -tA -h 127.0.0.1 -p "$1" -U postgres -d postgres \
+        -c "select system_identifier from pg_control_system()" 2>/dev/null
+}
+
+_start_pair_replica_locked() {
+    local data=$_PAIR_REPLICA/data log=$_PAIR_REPLICA/postgres.log i primary_id
+    primary_id=$(_pair_system_id "$PTSLOG_PG_PAIR_PORT")
+    if [ -z "$primary_id" ]; then
+        ptslog_err "the pair's primary on port $PTSLOG_PG_PAIR_PORT does not answer"
+        return 1
+    fi
+    if _pg_as_owner "$_PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+        if [ "$(_pair_system_id "$_PAIR_REPLICA_PORT")" = "$primary_id" ]; then
+            ptslog_log "Postgres replica already running (port $_PAIR_REPLICA_PORT) - reusing it"
+            # A test that paused replay and then failed may have left it paused.
+            "$_PG_BIN/psql" -X -q -tA -h 127.0.0.1 -p "$_PAIR_REPLICA_PORT" -U postgres -d postgres \
+                -c "select pg_wal_replay_resume()" >/dev/null 2>&1 || true
+            return 0
+        fi
+        _pg_as_owner "$_PG_BIN/pg_ctl" -D "$data" -w -m fast stop >/dev/null 2>&1 || true
+    fi
+    # Not a running copy of this primary: made anew (the pair's cluster is small).
+    rm -rf "$_PAIR_REPLICA"
+    mkdir -p "$_PAIR_REPLICA" || return 1
+    if _ptslog_is_root; then chown "$PTSLOG_PG_OS_USER:" "$_PAIR_REPLICA" || return 1; fi
+    ptslog_log "copying the pair's primary into a streaming replica ($data)"
+    if ! _pg_as_owner "$_PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PTSLOG_PG_PAIR_PORT" -U postgres \
+        -D "$data" -R -X stream -c fast >"$_PAIR_REPLICA/basebackup.log" 2>&1; then
+        ptslog_err "pg_basebackup failed"
+        _ptslog_tail "$_PAIR_REPLICA/basebackup.log"
+        return 1
+    fi
+    # After the copied ptslog.conf, so its port wins; TCP only (the socket folder is the primary's).
+    printf "port = %s\nunix_socket_directories = ''\nhot_standby = on\nhot_standby_feedback = on\n" \
+        "$_PAIR_REPLICA_PORT" >"$data/ptslog-replica.conf"
+    printf "include_if_exists = 'ptslog-replica.conf'\n" >>"$data/postgresql.conf"
+    if _ptslog_is_root; then chown "$PTSLOG_PG_OS_USER:" "$data/ptslog-replica.conf"; fi
+    if ! _ptslog_spawn _pg_as_owner "$_PG_BIN/pg_ctl" -D "$data" -l "$log" -w \
+        -t "$PTSLOG_SERVICE_TIMEOUT" start >/dev/null; then
+        ptslog_err "the Postgres replica failed to start (port $_PAIR_REPLICA_PORT in use?)"
+        _ptslog_tail "$log"
+        return 1
+    fi
+    for ((i = 0; i < PTSLOG_SERVICE_TIMEOUT * 2; i++)); do
+        [ "$(_pair_system_id "$_PAIR_REPLICA_PORT")" = "$primary_id" ] && return 0
+        sleep 0.5
+    done
+    ptslog_err "the Postgres replica did not answer on port $_PAIR_REPLICA_PORT"
+    _ptslog_tail "$log"
+    return 1
+}
+
+# start_postgres_pair - start (or reuse) the pair and export its URLs.
+start_postgres_pair() {
+    _ptslog_init_paths || return 1
+    _pg_ensure_installed || return 1
+    _pg_choose_dir || return 1
+    _pg_find_bindir || return 1
+    _pg_pair_paths
+    (PTSLOG_PG_PORT=$PTSLOG_PG_PAIR_PORT PTSLOG_PG_DIR=$_PAIR_BASE/primary start_postgres) || return 1
+    _ptslog_with_lock _start_pair_replica_locked || return 1
+    PTSLOG_TEST_PAIR_PRIMARY_URL=postgres://postgres@127.0.0.1:$PTSLOG_PG_PAIR_PORT/postgres
+    PTSLOG_TEST_PAIR_REPLICA_URL=postgres://postgres@127.0.0.1:$_PAIR_REPLICA_PORT/postgres
+    export PTSLOG_TEST_PAIR_PRIMARY_URL PTSLOG_TEST_PAIR_REPLICA_URL
+    ptslog_log "Postgres pair ready: primary $PTSLOG_TEST_PAIR_PRIMARY_URL, replica $PTSLOG_TEST_PAIR_REPLICA_URL"
+}
+
+stop_postgres_pair() {
+    _ptslog_init_paths || return 1
+    _pg_choose_dir || return 1
+    _pg_find_bindir || return 1
+    _pg_pair_paths
+    if _pg_as_owner "$_PG_BIN/pg_ctl" -D "$_PAIR_REPLICA/data" status >/dev/null 2>&1; then
+        ptslog_log "stopping the Postgres replica ($_PAIR_REPLICA/data)"
+        _pg_as_owner "$_PG_BIN/pg_ctl" -D "$_PAIR_REPLICA/data" -w -t "$PTSLOG_SERVICE_TIMEOUT" -m fast stop >/dev/null || return 1
+    fi
+    (PTSLOG_PG_PORT=$PTSLOG_PG_PAIR_PORT PTSLOG_PG_DIR=$_PAIR_BASE/primary stop_postgres)
+}
+
+# ---------------------------------------------------------------------------
 # Redis
 # ---------------------------------------------------------------------------
 # tools built once per machine, and the daemons started from them

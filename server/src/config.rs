@@ -20,6 +20,12 @@ pub struct Config {
     /// store uses, so reads never queue behind writers holding connections across their commits
     /// (docs/performance.md, "Reads"). 0 puts the reads on the write pool.
     pub db_read_max_connections: u32,
+    /// `DATABASE_READ_URL`: a streaming (physical) standby of `DATABASE_URL` that serves the
+    /// store's reads once it has replayed the reader's own writes (at most
+    /// `REPLICA_CATCH_UP_WAIT`, else the read goes to the primary); its pool has
+    /// `PTSLOG_DB_READ_MAX_CONNECTIONS` connections, as has the primary's read pool beside it
+    /// (docs/performance.md, "A read replica"). Unset: reads on the primary.
+    pub database_read_url: Option<String>,
     /// `PTSLOG_DB_WARM_READ_CONNECTIONS` (default true): at start, open every read connection and
     /// prepare the hot reads on each for every partition, in the background, so that the first
     /// calls do not pay it (docs/performance.md, "Statements addressed to the partition").
@@ -215,6 +221,7 @@ impl Config {
                 .transpose()
                 .context("PTSLOG_DB_READ_MAX_CONNECTIONS")?
                 .unwrap_or(DEFAULT_DB_READ_MAX_CONNECTIONS),
+            database_read_url: get("DATABASE_READ_URL").map(str::to_string),
             db_warm_read_connections: parse_bool("PTSLOG_DB_WARM_READ_CONNECTIONS", true)?,
             redis_url: get("REDIS_URL").unwrap_or(DEFAULT_REDIS_URL).to_string(),
             redis_prefix: get("PTSLOG_REDIS_PREFIX").unwrap_or("").to_string(),

@@ -149,6 +149,19 @@ pub fn render(ops: &Ops) -> String {
         );
         metric(&mut out, "ptslog_send_batch_reruns_total", "counter", "Group commit transactions rolled back and run again (a write failing after writing, or a failure pinned on no write).", c.reruns);
     }
+    if let Some(replica) = &ops.replica {
+        let c = &replica.counts;
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        metric(
+            &mut out,
+            "ptslog_replica_reads_total",
+            "counter",
+            "Reads the read replica (DATABASE_READ_URL) served.",
+            get(&c.on_replica),
+        );
+        metric(&mut out, "ptslog_replica_reads_on_primary_total", "counter", "Reads sent to the primary instead: the replica had not replayed the reader's last write in time, was down, or a commit's position was lost.", get(&c.on_primary));
+        metric(&mut out, "ptslog_replica_waits_total", "counter", "Reads that waited for the replica to replay the reader's last write (served by either).", get(&c.waited));
+    }
     if let Some(consumer) = &ops.consumer {
         let h = consumer.health();
         metric(

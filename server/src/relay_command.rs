@@ -49,6 +49,7 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
         gateway: None,
         database: None,
         send_batches: None,
+        replica: None,
     });
     let http = tokio::spawn(async move { axum::serve(listener, router).await });
 

@@ -7,6 +7,8 @@ use anyhow::Context;
 use application::ports::Store;
 use application::{App, AppConfig};
 use infrastructure::kafka::ConsumerStatus;
+use infrastructure::postgres::read_pool::ReadPool;
+use infrastructure::postgres::replica::{Freshness, Replica, REPLICA_CONNECT_TIMEOUT};
 use infrastructure::postgres::revocations::Acks;
 use infrastructure::relay::RelayStatus;
 use infrastructure::{
@@ -24,8 +26,43 @@ use crate::mtproto::{MtprotoMetrics, PublicKeyInfo};
 
 /// Connects to Postgres, applies pending migrations and wires the adapters into an [`App`].
 pub async fn build(config: &Config) -> anyhow::Result<(App, PgPool)> {
-    let (app, pool, _) = build_with_acks(config).await?;
+    let (app, pool, _, _) = build_with_acks(config).await?;
     Ok((app, pool))
+}
+
+/// The read replica of `DATABASE_READ_URL`, checked to be the primary's cluster (a standby or the
+/// primary itself): another database's reads could not be waited for.
+async fn replica(config: &Config, primary: &PgPool) -> anyhow::Result<Option<Arc<Replica>>> {
+    let Some(url) = &config.database_read_url else {
+        return Ok(None);
+    };
+    if config.db_read_max_connections == 0 {
+        anyhow::bail!("DATABASE_READ_URL needs PTSLOG_DB_READ_MAX_CONNECTIONS above 0");
+    }
+    let pool = ReadPool::with_connect_timeout(
+        url,
+        config.db_read_max_connections,
+        config.limits.db,
+        REPLICA_CONNECT_TIMEOUT,
+    )
+    .with_context(|| format!("the replica's read pool for {}", redact(url)))?;
+    let replica = Replica::new(pool, Freshness::new());
+    let same = replica
+        .same_cluster(primary)
+        .await
+        .with_context(|| format!("checking DATABASE_READ_URL {}", redact(url)))?;
+    if !same {
+        anyhow::bail!(
+            "DATABASE_READ_URL {} is not a streaming replica of DATABASE_URL (another system identifier)",
+            redact(url)
+        );
+    }
+    replica
+        .freshness()
+        .wait_for_everything_committed(primary)
+        .await
+        .context("the primary's WAL position")?;
+    Ok(Some(Arc::new(replica)))
 }
 
 /// Connections of the admin pool: an operator's export or status read, rarely more than one.
@@ -35,7 +72,11 @@ const ADMIN_POOL_CONNECTIONS: u32 = 2;
 /// at a time.
 const FEED_POOL_CONNECTIONS: u32 = 2;
 
-async fn build_with_acks(config: &Config) -> anyhow::Result<(App, PgPool, Arc<Acks>)> {
+/// The application, the write pool, the revocation acknowledgements and the read replica (if
+/// `DATABASE_READ_URL` names one).
+async fn build_with_acks(
+    config: &Config,
+) -> anyhow::Result<(App, PgPool, Arc<Acks>, Option<Arc<Replica>>)> {
     // Shared by the accounts adapter (endings wait on them) and the revocation listener.
     let revocation_acks = Acks::new();
     let pool = infrastructure::postgres::connect_with(
@@ -70,17 +111,22 @@ async fn build_with_acks(config: &Config) -> anyhow::Result<(App, PgPool, Arc<Ac
                 .context("PTSLOG_REDIS_CA_FILE")?
         }
     };
+    let replica = replica(config, &pool).await?;
     // Reads on their own pool (0: on the write pool), connected on first use.
     let store: Arc<dyn Store> = if config.db_read_max_connections == 0 {
         Arc::new(PgStore::new(pool.clone()))
     } else {
-        let read = infrastructure::postgres::read_pool::ReadPool::new(
+        let read = ReadPool::new(
             &config.database_url,
             config.db_read_max_connections,
             config.limits.db,
         )
         .with_context(|| format!("the read pool for {}", redact(&config.database_url)))?;
-        let store = Arc::new(PgStore::with_read_pool(pool.clone(), read));
+        let store = PgStore::with_read_pool(pool.clone(), read);
+        let store = Arc::new(match &replica {
+            Some(replica) => store.with_replica(replica.clone()),
+            None => store,
+        });
         if config.db_warm_read_connections {
             let warming = store.clone();
             tokio::spawn(async move {
@@ -95,9 +141,13 @@ async fn build_with_acks(config: &Config) -> anyhow::Result<(App, PgPool, Arc<Ac
         }
         store
     };
+    let accounts = PgAccounts::new(pool.clone()).with_acks(revocation_acks.clone());
     let app = App::new(
         store,
-        Arc::new(PgAccounts::new(pool.clone()).with_acks(revocation_acks.clone())),
+        Arc::new(match &replica {
+            Some(replica) => accounts.with_freshness(replica.freshness().clone()),
+            None => accounts,
+        }),
         Arc::new(limiter),
         keys,
         AppConfig {
@@ -124,7 +174,7 @@ async fn build_with_acks(config: &Config) -> anyhow::Result<(App, PgPool, Arc<Ac
         Some(batching) => app.with_send_batching(batching),
         None => app,
     };
-    Ok((app, pool, revocation_acks))
+    Ok((app, pool, revocation_acks, replica))
 }
 
 /// File bytes: the configured blob store (which also stages upload parts) and the Postgres
@@ -290,7 +340,7 @@ impl Running {
 /// is aborted: the JSON API, the push WebSocket and the operations endpoints. Pushes flow once
 /// [`Running::start_feed`] is called.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
-    let (app, pool, revocation_acks) = build_with_acks(config).await?;
+    let (app, pool, revocation_acks, replica) = build_with_acks(config).await?;
     // The fanout reads users and contact links on the feed's runtime. A socket is served by the
     // I/O driver of the runtime that opened it, so a connection of the serving pool, opened by a
     // request, would make the feed wait for the request workers (the hazard the feed thread is
@@ -329,6 +379,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         database: Some(pool.clone()),
         mtproto: Some(mtproto_metrics.clone()),
         send_batches: app.send_batch_counters(),
+        replica,
     };
     let mtproto_key = Arc::new(OnceLock::new());
     let admin = config

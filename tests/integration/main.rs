@@ -30,6 +30,7 @@ mod queries;
 mod random_mix;
 mod read;
 mod read_costs;
+mod read_replica;
 mod redis_tls;
 mod send;
 mod sessions;

@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use std::sync::Arc;
 
 use crate::error::db_error;
+use crate::postgres::replica::Freshness;
 use crate::postgres::revocations::{self, Acks};
 use crate::postgres::rows::{self, user, USER_COLUMNS};
 
@@ -38,11 +39,24 @@ pub struct PgAccounts {
     pool: PgPool,
     /// When set, an ending waits for every instance's token cache to drop the devices.
     acks: Option<Arc<Acks>>,
+    /// With a read replica: a sign-in marks its account, so that its first reads (a new
+    /// account's state) wait for the replica to have it (replica.rs).
+    freshness: Option<Arc<Freshness>>,
 }
 
 impl PgAccounts {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool, acks: None }
+        Self {
+            pool,
+            acks: None,
+            freshness: None,
+        }
+    }
+
+    /// Sign-ins mark their account in `freshness` (the store's replica's).
+    pub fn with_freshness(mut self, freshness: Arc<Freshness>) -> Self {
+        self.freshness = Some(freshness);
+        self
     }
 
     /// Endings answer only once every revocation listener acknowledged them (revocations.rs).
@@ -140,6 +154,9 @@ impl Accounts for PgAccounts {
             .await
             .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
+        if let Some(freshness) = &self.freshness {
+            freshness.note_commit(&self.pool, &[account.id]).await;
+        }
         Ok((account, token))
     }
 

@@ -12,6 +12,7 @@ pub mod passwords;
 pub(crate) mod profile_photos;
 pub(crate) mod queries;
 pub mod read_pool;
+pub mod replica;
 pub mod revocations;
 pub(crate) mod rows;
 pub mod secrets;

@@ -83,6 +83,16 @@ pub enum ReadPool {
 impl ReadPool {
     /// At most `max` connections with `settings`, each opened on first use.
     pub fn new(url: &str, max: u32, settings: SessionSettings) -> Result<Self, sqlx::Error> {
+        Self::with_connect_timeout(url, max, settings, CONNECT_TIMEOUT)
+    }
+
+    /// As [`ReadPool::new`], opening a connection failing after `connect_timeout`.
+    pub fn with_connect_timeout(
+        url: &str,
+        max: u32,
+        settings: SessionSettings,
+        connect_timeout: Duration,
+    ) -> Result<Self, sqlx::Error> {
         let options = settings.apply(url.parse()?);
         let pool = managed::Pool::builder(Connector { options })
             .max_size(max.max(1) as usize)
@@ -90,8 +100,8 @@ impl ReadPool {
             // and the rest sit idle (then pinged before use, and let go at their age).
             .queue_mode(managed::QueueMode::Lifo)
             .wait_timeout(Some(ACQUIRE_TIMEOUT))
-            .create_timeout(Some(CONNECT_TIMEOUT))
-            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .create_timeout(Some(connect_timeout))
+            .recycle_timeout(Some(connect_timeout))
             .runtime(deadpool::Runtime::Tokio1)
             .build()
             .map_err(|e| sqlx::Error::Configuration(e.to_string().into()))?;

@@ -22,6 +22,7 @@ use crate::postgres::partitions::{self, Partition};
 use crate::postgres::profile_photos;
 use crate::postgres::queries::{like_contains, messages_by_ids_rows, messages_in_order};
 use crate::postgres::read_pool::{ReadConn, ReadPool};
+use crate::postgres::replica::Replica;
 use crate::postgres::rows::{
     self, get, user, BoxColumns, DialogColumns, LogColumns, BOX_COLUMNS, DIALOG_COLUMNS,
     LOG_COLUMNS, USER_COLUMNS,
@@ -35,10 +36,14 @@ use crate::postgres::write_tx::PgWriteTx;
 /// The hot reads are addressed to the account's partition once the first read has checked the
 /// catalog ([`partitions::verify`]); until then, and for good if the check fails, they read the
 /// parents.
+///
+/// With a [`Replica`] ([`PgStore::with_replica`]) the reads go to it when it has replayed the
+/// reading account's last write made here, and to `read` otherwise (replica.rs).
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
     read: ReadPool,
+    replica: Option<Arc<Replica>>,
     addressing: Arc<OnceCell<bool>>,
 }
 
@@ -52,7 +57,32 @@ impl PgStore {
         Self {
             pool: write,
             read,
+            replica: None,
             addressing: Arc::new(OnceCell::new()),
+        }
+    }
+
+    /// Reads on `replica` where it has the reader's writes; commits mark the accounts they changed
+    /// in its freshness.
+    pub fn with_replica(mut self, replica: Arc<Replica>) -> Self {
+        self.replica = Some(replica);
+        self
+    }
+
+    /// A connection for a read of `owner`'s own data: the replica's once it has `owner`'s writes
+    /// made here, else the primary's read pool.
+    async fn read_of(&self, owner: UserId) -> Result<ReadConn, StoreError> {
+        match &self.replica {
+            Some(replica) => replica.connection(Some(owner), &self.read).await,
+            None => self.read.get().await,
+        }
+    }
+
+    /// A connection for a read of no one account's data (as fresh as the replica).
+    async fn read_any(&self) -> Result<ReadConn, StoreError> {
+        match &self.replica {
+            Some(replica) => replica.connection(None, &self.read).await,
+            None => self.read.get().await,
         }
     }
 
@@ -92,13 +122,16 @@ impl PgStore {
     /// one; calls meanwhile use (and open) the others. Run it when the server starts.
     pub async fn warm_read_connections(&self) -> Result<usize, StoreError> {
         let mut held: Vec<ReadConn> = Vec::new();
-        for _ in 0..self.read.max_size() {
-            let mut conn = self.read.get().await?;
-            let addressed = self.addressed(&mut conn).await?;
-            hot_reads::warm(&mut conn, addressed)
-                .await
-                .map_err(|e| conn.failed(e))?;
-            held.push(conn);
+        let pools = std::iter::once(&self.read).chain(self.replica.as_deref().map(Replica::pool));
+        for pool in pools {
+            for _ in 0..pool.max_size() {
+                let mut conn = pool.get().await?;
+                let addressed = self.addressed(&mut conn).await?;
+                hot_reads::warm(&mut conn, addressed)
+                    .await
+                    .map_err(|e| conn.failed(e))?;
+                held.push(conn);
+            }
         }
         Ok(held.len())
     }
@@ -116,7 +149,7 @@ impl PgStore {
         peer: UserId,
         offset_date: i32,
     ) -> Result<i64, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let newest_older: Option<i32> = sqlx::query_scalar(
             "SELECT box_id FROM message_boxes \
              WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted AND date < $3 \
@@ -287,10 +320,22 @@ fn account_state_of(row: &sqlx::postgres::PgRow) -> Result<AccountState, StoreEr
     })
 }
 
+/// Whether a difference's head (its first row) is at a pts older than `after`, the client's.
+fn behind(rows: &[sqlx::postgres::PgRow], after: Pts) -> Result<bool, StoreError> {
+    match rows.first() {
+        Some(head) => Ok(account_state_of(head)?.pts < after),
+        None => Ok(false),
+    }
+}
+
 #[async_trait]
 impl Store for PgStore {
     async fn begin(&self) -> Result<Box<dyn WriteTx>, StoreError> {
-        Ok(Box::new(PgWriteTx::begin(&self.pool).await?))
+        let tx = PgWriteTx::begin(&self.pool).await?;
+        Ok(Box::new(match &self.replica {
+            Some(replica) => tx.noting_commits(replica.freshness().clone(), self.pool.clone()),
+            None => tx,
+        }))
     }
 
     async fn users(&self, ids: &[UserId]) -> Result<Vec<UserRecord>, StoreError> {
@@ -298,7 +343,7 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_any().await?;
         let rows = sqlx::query(&format!(
             "SELECT {USER_COLUMNS} FROM users WHERE id = ANY($1)"
         ))
@@ -320,7 +365,7 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(viewer).await?;
         let p = self.partition(&mut conn, viewer).await?;
         let rows = hot_reads::users_seen_by(&mut conn, p, viewer, &raw)
             .await
@@ -355,7 +400,7 @@ impl Store for PgStore {
         if w.offset_date != 0 || (w.offset_id > 0 && w.newer_count() > 0) {
             // A page around a date or reaching above its anchor: the head, then the page.
             let (peer_exists, count): (bool, i64) = {
-                let mut conn = self.read.get().await?;
+                let mut conn = self.read_of(owner).await?;
                 sqlx::query_as(HISTORY_HEAD)
                     .bind(owner.get())
                     .bind(peer.get())
@@ -377,7 +422,7 @@ impl Store for PgStore {
         // The usual page (the newest, or older than an id): head and page in one statement,
         // message_boxes_history as in `history`.
         let b = Bounds::new((w.offset_id > 0).then(|| i64::from(w.offset_id)), w);
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let p = self.partition(&mut conn, owner).await?;
         let page = hot_reads::PageArgs {
             below: b.older_below(),
@@ -406,7 +451,7 @@ impl Store for PgStore {
     }
 
     async fn account_state(&self, owner: UserId) -> Result<AccountState, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let p = self.partition(&mut conn, owner).await?;
         let row = hot_reads::state_head(&mut conn, p, owner)
             .await
@@ -421,11 +466,20 @@ impl Store for PgStore {
         after: Pts,
         limit: i64,
     ) -> Result<(AccountState, Vec<LogEntry>), StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let p = self.partition(&mut conn, owner).await?;
-        let rows = hot_reads::difference(&mut conn, p, owner, after.get(), limit)
+        let mut rows = hot_reads::difference(&mut conn, p, owner, after.get(), limit)
             .await
             .map_err(|e| conn.failed(e))?;
+        if self.replica.is_some() && behind(&rows, after)? {
+            // The client has seen a pts the replica has not replayed yet (written through another
+            // instance): answered from the primary, never with a state older than the client's.
+            drop(conn);
+            let mut conn = self.read.get().await?;
+            rows = hot_reads::difference(&mut conn, p, owner, after.get(), limit)
+                .await
+                .map_err(|e| conn.failed(e))?;
+        }
         let Some(first) = rows.first() else {
             return Err(StoreError::Bug("state head answered no row".into()));
         };
@@ -450,7 +504,7 @@ impl Store for PgStore {
         limit: i32,
         extra_for_pins: bool,
     ) -> Result<DialogList, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let p = self.partition(&mut conn, owner).await?;
         let limit = i64::from(limit.max(0));
         let rows = hot_reads::dialog_list(
@@ -501,13 +555,13 @@ impl Store for PgStore {
     }
 
     async fn profile_photos(&self, owner: UserId) -> Result<Vec<Photo>, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         profile_photos::of_owner(&mut *conn, owner).await
     }
 
     // The owner's dialogs partition and its reverse_contacts partition.
     async fn profile_watchers(&self, owner: UserId, limit: i64) -> Result<Vec<UserId>, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let raw: Vec<i64> = sqlx::query_scalar(
             "SELECT peer_user_id FROM dialogs WHERE user_id = $1 AND peer_user_id <> $1 \
              UNION SELECT owner_user_id FROM reverse_contacts WHERE contact_user_id = $1 AND owner_user_id <> $1 \
@@ -544,7 +598,7 @@ impl Store for PgStore {
         limit: i32,
     ) -> Result<Vec<DialogRecord>, StoreError> {
         let limit = i64::from(limit.max(0));
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let rows = match cursor {
             None => sqlx::query(&format!(
                 "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND folder_id = $2 \
@@ -575,7 +629,7 @@ impl Store for PgStore {
     }
 
     async fn dialogs_count(&self, owner: UserId, folder_id: i16) -> Result<i64, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         sqlx::query_scalar("SELECT count(*) FROM dialogs WHERE user_id = $1 AND folder_id = $2")
             .bind(owner.get())
             .bind(folder_id)
@@ -590,7 +644,7 @@ impl Store for PgStore {
         owner: UserId,
         folder_id: i16,
     ) -> Result<Vec<(i64, i32, i32)>, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         sqlx::query_as(
             "SELECT peer_user_id, top_message, top_message_date FROM dialogs WHERE user_id = $1 AND folder_id = $2 \
              ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC",
@@ -612,7 +666,7 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let raw: Vec<i64> = peers.iter().map(|u| u.get()).collect();
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let rows = sqlx::query(&format!(
             "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND peer_user_id = ANY($2)"
         ))
@@ -644,7 +698,7 @@ impl Store for PgStore {
         };
         let b = Bounds::new(anchor, w);
         let mut page = Vec::with_capacity(usize::try_from(w.limit).unwrap_or(0));
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         if let (Some(anchor), true) = (b.anchor, w.newer_count() > 0) {
             let rows = sqlx::query(&format!(
                 "SELECT {BOX_COLUMNS} FROM message_boxes \
@@ -686,7 +740,7 @@ impl Store for PgStore {
     }
 
     async fn history_count(&self, owner: UserId, peer: UserId) -> Result<i64, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         sqlx::query_scalar(
             "SELECT count(*) FROM message_boxes WHERE owner_user_id = $1 AND peer_user_id = $2 AND NOT deleted",
         )
@@ -703,7 +757,7 @@ impl Store for PgStore {
         owner: UserId,
         ids: &[BoxId],
     ) -> Result<Vec<OwnerMessage>, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let p = self.partition(&mut conn, owner).await?;
         let rows = messages_by_ids_rows(&mut *conn, owner, ids, p)
             .await
@@ -749,7 +803,7 @@ impl Store for PgStore {
         // Planned for its values: whether a trigram index beats the owner's boxes depends on the
         // pattern, and the optional filters fold away. The serving pools plan generically, which
         // suits the seeks everything else runs, not this (infrastructure::postgres::PlanCacheMode).
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let mut tx = conn.begin().await.map_err(db_error)?;
         sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan")
             .execute(&mut *tx)
@@ -817,7 +871,7 @@ impl Store for PgStore {
     }
 
     async fn pts(&self, owner: UserId) -> Result<Pts, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let raw: Option<i32> =
             sqlx::query_scalar("SELECT pts FROM user_sequences WHERE user_id = $1")
                 .bind(owner.get())
@@ -828,7 +882,7 @@ impl Store for PgStore {
     }
 
     async fn unread_total(&self, owner: UserId) -> Result<i64, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         sqlx::query_scalar(
             "SELECT COALESCE(sum(unread_count), 0)::bigint FROM dialogs WHERE user_id = $1",
         )
@@ -845,7 +899,7 @@ impl Store for PgStore {
         after: Pts,
         limit: i64,
     ) -> Result<Vec<LogEntry>, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let rows = sqlx::query(&format!(
             "SELECT {LOG_COLUMNS} FROM user_update_events WHERE user_id = $1 AND pts > $2 ORDER BY pts LIMIT $3"
         ))
@@ -865,7 +919,7 @@ impl Store for PgStore {
         peer: UserId,
         msg_id: BoxId,
     ) -> Result<Option<i32>, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         sqlx::query_scalar(
             "SELECT min((payload ->> 'date')::integer) FROM user_update_events \
              WHERE user_id = $1 AND kind = 'read_history_outbox' \
@@ -886,7 +940,7 @@ impl Store for PgStore {
         offset: i32,
         limit: i32,
     ) -> Result<(Vec<BlockRecord>, i64), StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let rows: Vec<(i64, i32)> = sqlx::query_as(
             "SELECT blocked_user_id, date FROM contact_blocks WHERE owner_user_id = $1 \
              ORDER BY date DESC, blocked_user_id DESC OFFSET $2 LIMIT $3",
@@ -921,7 +975,7 @@ impl Store for PgStore {
         owner: UserId,
         folder_id: i16,
     ) -> Result<Vec<DialogRecord>, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let rows = sqlx::query(&format!(
             "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 AND folder_id = $2 AND pinned_order IS NOT NULL \
              ORDER BY pinned_order, peer_user_id"
@@ -936,7 +990,7 @@ impl Store for PgStore {
 
     // The owner's partition of dialogs; a dialog filter is applied to the whole list.
     async fn all_dialogs(&self, owner: UserId) -> Result<Vec<DialogRecord>, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let rows = sqlx::query(&format!(
             "SELECT {DIALOG_COLUMNS} FROM dialogs WHERE user_id = $1 \
              ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC"
@@ -950,7 +1004,7 @@ impl Store for PgStore {
 
     // dialogs_unread_mark: (user_id) WHERE unread_mark.
     async fn unread_marked(&self, owner: UserId) -> Result<Vec<UserId>, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let raw: Vec<i64> = sqlx::query_scalar(
             "SELECT peer_user_id FROM dialogs WHERE user_id = $1 AND unread_mark \
              ORDER BY top_message_date DESC, top_message DESC, peer_user_id DESC",
@@ -968,7 +1022,7 @@ impl Store for PgStore {
         &self,
         owner: UserId,
     ) -> Result<application::ports::FilterSet, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         crate::postgres::queries::dialog_filters(&mut conn, owner).await
     }
 
@@ -977,7 +1031,7 @@ impl Store for PgStore {
         owner: UserId,
     ) -> Result<Vec<application::ports::ContactRecord>, StoreError> {
         use crate::postgres::queries::{contact, CONTACT_COLUMNS};
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         let rows = sqlx::query(&format!(
             "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 ORDER BY contact_user_id"
         ))
@@ -1000,7 +1054,7 @@ impl Store for PgStore {
             return Ok((Vec::new(), Vec::new()));
         }
         let raw: Vec<i64> = ids.iter().map(|u| u.get()).collect();
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(viewer).await?;
         let rows = sqlx::query(&format!(
             "SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_user_id = $1 AND contact_user_id = ANY($2)"
         ))
@@ -1026,7 +1080,7 @@ impl Store for PgStore {
     }
 
     async fn peer_bar_hidden(&self, owner: UserId, peer: UserId) -> Result<bool, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         crate::postgres::queries::bar_hidden(&mut *conn, owner, peer)
             .await
             .map_err(|e| conn.failed(e))
@@ -1037,7 +1091,7 @@ impl Store for PgStore {
         owner: UserId,
         peer: UserId,
     ) -> Result<domain::events::PeerNotify, StoreError> {
-        let mut conn = self.read.get().await?;
+        let mut conn = self.read_of(owner).await?;
         crate::postgres::queries::notify_settings(&mut *conn, owner, peer)
             .await
             .map_err(|e| conn.failed(e))

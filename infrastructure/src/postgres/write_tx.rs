@@ -11,6 +11,7 @@
 //! the transaction without committing rolls everything back.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use application::ports::{
     DialogRecord, Origin, PreflightKey, ReadProgress, SendChecks, SendPreflight, StoreError,
@@ -25,6 +26,7 @@ use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::error::{db_error, projection_error};
 use crate::postgres::queries::{archived_unmuted_sql, messages_by_ids_rows, messages_in_order};
+use crate::postgres::replica::Freshness;
 use crate::postgres::rows::{
     self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS,
 };
@@ -67,6 +69,9 @@ pub struct PgWriteTx {
     prefetched_preflights: HashMap<PreflightKey, Preflight>,
     /// What the in-memory state was at the last `mark` (None: no mark set).
     mark: Option<Mark>,
+    /// With a read replica: where the accounts this transaction changed are marked once it
+    /// committed, and the primary's pool to ask for the WAL position (replica.rs).
+    noting: Option<(Arc<Freshness>, PgPool)>,
 }
 
 /// What a send's preflight row says (`send_preflight`, `prefetch_send_preflights`).
@@ -161,7 +166,15 @@ impl PgWriteTx {
             prefetched_message_id: None,
             prefetched_preflights: HashMap::new(),
             mark: None,
+            noting: None,
         })
+    }
+
+    /// Once committed, the accounts this transaction changed are marked in `freshness`, so that
+    /// their reads on a replica wait for it (replica.rs).
+    pub fn noting_commits(mut self, freshness: Arc<Freshness>, primary: PgPool) -> Self {
+        self.noting = Some((freshness, primary));
+        self
     }
 
     /// Projects the new messages appended since the last flush, one statement per table.
@@ -822,6 +835,12 @@ impl WriteTx for PgWriteTx {
             .await
             .map_err(db_error)?;
         }
-        this.tx.commit().await.map_err(db_error)
+        this.tx.commit().await.map_err(db_error)?;
+        if let Some((freshness, primary)) = &this.noting {
+            // The accounts it locked: every account it appended events for, each caller among them.
+            let accounts: Vec<UserId> = this.counters.keys().copied().collect();
+            freshness.note_commit(primary, &accounts).await;
+        }
+        Ok(())
     }
 }

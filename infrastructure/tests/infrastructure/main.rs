@@ -14,5 +14,6 @@ mod pool;
 mod projections;
 mod rate_limiter;
 mod rebuild_verify;
+mod replica;
 mod store;
 mod write_tx;

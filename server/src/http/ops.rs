@@ -26,6 +26,8 @@ pub struct Ops {
     pub mtproto: Option<Arc<crate::mtproto::MtprotoMetrics>>,
     /// Group commit's counters (`None` in a relay-only process or without group commit).
     pub send_batches: Option<Arc<application::commands::send_batch::SendBatchCounters>>,
+    /// The read replica's counters (`None` without `DATABASE_READ_URL`).
+    pub replica: Option<Arc<infrastructure::postgres::replica::Replica>>,
 }
 
 pub fn router(ops: Ops) -> Router {
