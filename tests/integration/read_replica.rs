@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sqlx::{Connection, Executor, PgConnection};
 
-use ptslog_tests::{blob_dir, login, metric_in, test_config};
+use ptslog_tests::{test_config, TestServer};
 
 fn with_db(url: &str, db: &str) -> String {
     match url.rsplit_once('/') {
@@ -59,11 +59,9 @@ async fn a_server_reads_on_its_replica_and_a_sender_reads_its_send_back_at_once(
 
     config.database_read_url = Some(with_db(&replica, &db));
     config.db_read_max_connections = 2;
-    let running = ptslog_server::start(&config).await.expect("server starts");
-    let base = format!("http://{}", running.addr);
-    let http = reqwest::Client::new();
-    let alice = login(&http, &base, "+15557180001", "Alice").await;
-    let bob = login(&http, &base, "+15557180002", "Bob").await;
+    let s = TestServer::start_on(db.clone(), &config).await;
+    let alice = s.login("+15557180001", "Alice").await;
+    let bob = s.login("+15557180002", "Bob").await;
     let to_bob = alice.peer_of("+15557180002").await;
     for i in 0..10 {
         let text = format!("replicated {i}");
@@ -84,21 +82,11 @@ async fn a_server_reads_on_its_replica_and_a_sender_reads_its_send_back_at_once(
             "{diff}"
         );
     }
-    let metrics = http
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics body");
-    assert!(
-        metric_in(&metrics, "ptslog_replica_reads_total") > 0.0,
-        "no read on the replica:\n{metrics}"
-    );
-    running.task.abort();
+    let on_replica = s.metric("ptslog_replica_reads_total").await;
+    assert!(on_replica > 0.0, "no read on the replica");
+    // The suite's server has no such database; the pair's primary has.
+    s.stop().await;
     drop_database_on(&primary, &db).await;
-    let _ = std::fs::remove_dir_all(blob_dir(&db));
 }
 
 async fn drop_database_on(admin: &str, db: &str) {

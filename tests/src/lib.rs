@@ -255,10 +255,16 @@ impl TestServer {
         let db = fresh_database().await.expect("fresh database");
         let mut config = test_config(&db);
         adjust(&mut config);
-        let running = ptslog_server::start(&config).await.expect("server starts");
+        Self::start_on(db, &config).await
+    }
+
+    /// A server with `config` on the database `db` (`config.database_url`'s, which may be on
+    /// another server than the suite's).
+    pub async fn start_on(db: String, config: &Config) -> Self {
+        let running = ptslog_server::start(config).await.expect("server starts");
         let pool = PgPoolOptions::new()
             .max_connections(4)
-            .connect(&database_url(&db))
+            .connect(&config.database_url)
             .await
             .expect("test pool");
         Self {
