@@ -39,6 +39,18 @@ pub async fn create_database(admin_url: &str, name: &str) -> anyhow::Result<()> 
         .execute(&mut admin)
         .await
         .with_context(|| format!("CREATE DATABASE {name}"))?;
+    // A standby serving the reads (PTSLOG_BENCH_READ_SERVER) must have it before a server starts.
+    if let Ok(standby) = std::env::var("PTSLOG_BENCH_READ_SERVER") {
+        let url = database_url(&standby, name);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while PgConnection::connect(&url).await.is_err() {
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "the standby never had {name}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
     Ok(())
 }
 
@@ -110,6 +122,14 @@ pub fn server_config_with(
         if let Ok(v) = std::env::var(k) {
             vars.insert(k.to_string(), v);
         }
+    }
+    // Reads on a streaming standby of the bench's Postgres (its admin URL), to measure what
+    // DATABASE_READ_URL costs and saves (docs/performance.md, "A read replica").
+    if let Ok(standby) = std::env::var("PTSLOG_BENCH_READ_SERVER") {
+        vars.insert(
+            "DATABASE_READ_URL".to_string(),
+            database_url(&standby, db_name),
+        );
     }
     vars.extend(extra.iter().cloned());
     Config::from_vars(&vars)
