@@ -159,8 +159,8 @@ pub fn render(ops: &Ops) -> String {
             "Reads the read replica (DATABASE_READ_URL) served.",
             get(&c.on_replica),
         );
-        metric(&mut out, "ptslog_replica_reads_on_primary_total", "counter", "Reads sent to the primary instead: the replica had not replayed the reader's last write in time, was down, or a commit's position was lost.", get(&c.on_primary));
-        metric(&mut out, "ptslog_replica_waits_total", "counter", "Reads that waited for the replica to replay the reader's last write (served by either).", get(&c.waited));
+        metric(&mut out, "ptslog_replica_reads_on_primary_total", "counter", "Reads sent to the primary instead: the replica had not replayed the reader's last write in time, was down, or a commit's position was lost; and getDifferences from a pts the replica had not reached.", get(&c.on_primary));
+        metric(&mut out, "ptslog_replica_waits_total", "counter", "Reads that asked the replica how far it had replayed, their account having a write it was not known to have (served by either).", get(&c.waited));
     }
     if let Some(consumer) = &ops.consumer {
         let h = consumer.health();

@@ -183,9 +183,11 @@ pub struct ReplicaCounts {
     /// Reads the replica served.
     pub on_replica: AtomicU64,
     /// Reads sent to the primary: the replica had not replayed the caller's write in time, was
-    /// down, or the position of a commit was lost.
+    /// down, or the position of a commit was lost; and getDifferences asked from a pts the
+    /// replica had not reached, read again there.
     pub on_primary: AtomicU64,
-    /// Reads that waited for the replica to replay (served by either).
+    /// Reads whose account had a write here the replica was not known to have replayed: they
+    /// asked the replica how far it had (and waited if it had not yet), served by either.
     pub waited: AtomicU64,
 }
 

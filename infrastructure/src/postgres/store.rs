@@ -475,6 +475,12 @@ impl Store for PgStore {
             // The client has seen a pts the replica has not replayed yet (written through another
             // instance): answered from the primary, never with a state older than the client's.
             drop(conn);
+            if let Some(replica) = &self.replica {
+                replica
+                    .counts
+                    .on_primary
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             let mut conn = self.read.get().await?;
             rows = hot_reads::difference(&mut conn, p, owner, after.get(), limit)
                 .await
