@@ -141,14 +141,14 @@ impl Freshness {
         self.marks().lost_since = Some(Instant::now());
     }
 
-    /// After a commit of `accounts` on `pool` (the primary): marks them at the primary's WAL
-    /// insert position, which is past the commit's record.
-    pub async fn note_commit(&self, pool: &PgPool, accounts: &[UserId]) {
+    /// After a commit of `accounts`: marks them at the primary's WAL insert position (asked on
+    /// `primary`, a connection or pool of the primary), which is past the commit's record.
+    pub async fn note_commit<'c>(&self, primary: impl sqlx::PgExecutor<'c>, accounts: &[UserId]) {
         if accounts.is_empty() {
             return;
         }
         let asked_at = Instant::now();
-        match insert_position(pool).await {
+        match insert_position(primary).await {
             Ok(lsn) => self.wrote(accounts, lsn, asked_at),
             Err(e) => {
                 tracing::warn!(error = %e, "no WAL position after a commit; reads of accounts go to the primary until one is learnt");
@@ -170,9 +170,9 @@ impl Freshness {
 }
 
 /// The primary's WAL insert position: past the record of every commit that has returned.
-async fn insert_position(pool: &PgPool) -> Result<Lsn, sqlx::Error> {
+async fn insert_position<'c>(primary: impl sqlx::PgExecutor<'c>) -> Result<Lsn, sqlx::Error> {
     let raw: i64 = sqlx::query_scalar("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8")
-        .fetch_one(pool)
+        .fetch_one(primary)
         .await?;
     Ok(Lsn::of(raw))
 }

@@ -2,6 +2,7 @@
 //! index of the schema (named beside each query); none pages with a large OFFSET.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use application::ports::{
@@ -333,7 +334,7 @@ impl Store for PgStore {
     async fn begin(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let tx = PgWriteTx::begin(&self.pool).await?;
         Ok(Box::new(match &self.replica {
-            Some(replica) => tx.noting_commits(replica.freshness().clone(), self.pool.clone()),
+            Some(replica) => tx.noting_commits(replica.freshness().clone(), self.read.clone()),
             None => tx,
         }))
     }
@@ -471,20 +472,17 @@ impl Store for PgStore {
         let mut rows = hot_reads::difference(&mut conn, p, owner, after.get(), limit)
             .await
             .map_err(|e| conn.failed(e))?;
-        if self.replica.is_some() && behind(&rows, after)? {
-            // The client has seen a pts the replica has not replayed yet (written through another
-            // instance): answered from the primary, never with a state older than the client's.
-            drop(conn);
-            if let Some(replica) = &self.replica {
-                replica
-                    .counts
-                    .on_primary
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(replica) = self.replica.as_deref() {
+            if behind(&rows, after)? {
+                // The client has seen a pts the replica has not replayed yet (written through
+                // another instance): answered from the primary, never older than the client's.
+                drop(conn);
+                replica.counts.on_primary.fetch_add(1, Ordering::Relaxed);
+                let mut conn = self.read.get().await?;
+                rows = hot_reads::difference(&mut conn, p, owner, after.get(), limit)
+                    .await
+                    .map_err(|e| conn.failed(e))?;
             }
-            let mut conn = self.read.get().await?;
-            rows = hot_reads::difference(&mut conn, p, owner, after.get(), limit)
-                .await
-                .map_err(|e| conn.failed(e))?;
         }
         let Some(first) = rows.first() else {
             return Err(StoreError::Bug("state head answered no row".into()));

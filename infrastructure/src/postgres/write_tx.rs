@@ -26,6 +26,7 @@ use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::error::{db_error, projection_error};
 use crate::postgres::queries::{archived_unmuted_sql, messages_by_ids_rows, messages_in_order};
+use crate::postgres::read_pool::ReadPool;
 use crate::postgres::replica::Freshness;
 use crate::postgres::rows::{
     self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS,
@@ -70,8 +71,9 @@ pub struct PgWriteTx {
     /// What the in-memory state was at the last `mark` (None: no mark set).
     mark: Option<Mark>,
     /// With a read replica: where the accounts this transaction changed are marked once it
-    /// committed, and the primary's pool to ask for the WAL position (replica.rs).
-    noting: Option<(Arc<Freshness>, PgPool)>,
+    /// committed, and the primary's read pool to ask for the WAL position on (replica.rs); not
+    /// the write pool, where the answer would queue behind other batches' commits.
+    noting: Option<(Arc<Freshness>, ReadPool)>,
 }
 
 /// What a send's preflight row says (`send_preflight`, `prefetch_send_preflights`).
@@ -172,7 +174,7 @@ impl PgWriteTx {
 
     /// Once committed, the accounts this transaction changed are marked in `freshness`, so that
     /// their reads on a replica wait for it (replica.rs).
-    pub fn noting_commits(mut self, freshness: Arc<Freshness>, primary: PgPool) -> Self {
+    pub fn noting_commits(mut self, freshness: Arc<Freshness>, primary: ReadPool) -> Self {
         self.noting = Some((freshness, primary));
         self
     }
@@ -839,7 +841,13 @@ impl WriteTx for PgWriteTx {
         if let Some((freshness, primary)) = &this.noting {
             // The accounts it locked: every account it appended events for, each caller among them.
             let accounts: Vec<UserId> = this.counters.keys().copied().collect();
-            freshness.note_commit(primary, &accounts).await;
+            match primary.get().await {
+                Ok(mut conn) => freshness.note_commit(&mut *conn, &accounts).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "no connection to ask the WAL position after a commit");
+                    freshness.lost_track();
+                }
+            }
         }
         Ok(())
     }
