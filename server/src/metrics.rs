@@ -173,6 +173,13 @@ pub fn render(ops: &Ops) -> String {
         );
         metric(
             &mut out,
+            "ptslog_consumer_skipped_total",
+            "counter",
+            "Log records passed over undecoded: of accounts with no device on this instance, of kinds no cache here follows.",
+            h.skipped,
+        );
+        metric(
+            &mut out,
             "ptslog_consumer_errors_total",
             "counter",
             "Kafka consumer errors (broker unreachable, …).",

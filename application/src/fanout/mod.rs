@@ -25,4 +25,11 @@ pub trait RecordHandler: Send + Sync {
     /// Handles one committed transaction's records. Delivery to devices is best effort (a device
     /// that misses a push catches up with `updates.getDifference`), so this cannot fail.
     async fn handle(&self, records: &[LogRecord]);
+
+    /// Whether a record of this account and kind can matter here, asked before its payload is
+    /// decoded: a Kafka-fed instance sees every account's records, and decoding those of accounts
+    /// with no device on it is most of its work as instances are added. `true` when unsure.
+    fn wants(&self, _user_id: i64, _kind: &str) -> bool {
+        true
+    }
 }

@@ -8,12 +8,14 @@ use std::time::Duration;
 use application::fanout::{LogRecord, RecordHandler};
 use rand::Rng;
 use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::{BorrowedMessage, Headers};
 use rdkafka::Message;
 use serde::Serialize;
 use tokio::sync::watch;
 
 use super::config::KafkaConfig;
 use super::context::ConsumerCtx;
+use super::sink::KIND_HEADER;
 use super::topic::ensure_topic;
 use crate::relay::BrokerState;
 
@@ -23,6 +25,7 @@ pub struct ConsumerStatus {
     broker: AtomicU8,
     records: AtomicU64,
     bad_records: AtomicU64,
+    skipped: AtomicU64,
     errors: AtomicU64,
     /// Set when librdkafka reports every broker down; the consumer session then ends.
     all_brokers_down: AtomicBool,
@@ -35,6 +38,9 @@ pub struct ConsumerHealth {
     pub broker: BrokerState,
     pub records: u64,
     pub bad_records: u64,
+    /// Records passed over undecoded: of accounts with no device here, of kinds no cache here
+    /// follows ([`RecordHandler::wants`]).
+    pub skipped: u64,
     pub errors: u64,
 }
 
@@ -70,6 +76,7 @@ impl ConsumerStatus {
             broker,
             records: self.records(),
             bad_records: self.bad_records.load(Ordering::Relaxed),
+            skipped: self.skipped.load(Ordering::Relaxed),
             errors: self.errors(),
         }
     }
@@ -165,6 +172,10 @@ async fn consume(
             Ok(m) => {
                 status.set_broker(BrokerState::Up);
                 status.records.fetch_add(1, Ordering::Relaxed);
+                if !wanted(&m, handler) {
+                    status.skipped.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
                 let Some(payload) = m.payload() else {
                     status.bad_records.fetch_add(1, Ordering::Relaxed);
                     continue;
@@ -184,4 +195,24 @@ async fn consume(
             }
         }
     }
+}
+
+/// Whether the handler may want this record, from its key (the account) and kind header alone;
+/// a record without them (another producer's) is decoded as before.
+fn wanted(m: &BorrowedMessage<'_>, handler: &dyn RecordHandler) -> bool {
+    let Some(user_id) = m
+        .key()
+        .and_then(|k| std::str::from_utf8(k).ok())
+        .and_then(|k| k.parse::<i64>().ok())
+    else {
+        return true;
+    };
+    let kind = m.headers().and_then(|headers| {
+        headers
+            .iter()
+            .find(|h| h.key == KIND_HEADER)
+            .and_then(|h| h.value)
+            .and_then(|v| std::str::from_utf8(v).ok())
+    });
+    kind.is_none_or(|kind| handler.wants(user_id, kind))
 }

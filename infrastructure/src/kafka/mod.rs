@@ -9,4 +9,4 @@ pub mod topic;
 
 pub use config::{KafkaConfig, KafkaProperties, DEFAULT_GROUP, DEFAULT_PARTITIONS, DEFAULT_TOPIC};
 pub use consumer::{run_consumer, ConsumerHealth, ConsumerStatus};
-pub use sink::KafkaSink;
+pub use sink::{KafkaSink, KIND_HEADER};

@@ -1,5 +1,7 @@
 //! The relay's Kafka sink: one record per log row, keyed by the account's id (so one account's
-//! records stay in one partition, in pts order), produced idempotently with `acks=all`.
+//! records stay in one partition, in pts order), produced idempotently with `acks=all`. Each
+//! carries its kind in a [`KIND_HEADER`] too, so a consumer can pass over the records it has no
+//! use for without decoding them.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -8,12 +10,16 @@ use application::fanout::LogRecord;
 use async_trait::async_trait;
 use futures::FutureExt;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
 use super::config::{KafkaConfig, MAX_RECORD_BYTES};
 use super::context::ProducerContext;
 use super::topic::ensure_topic;
 use crate::relay::{Ack, BrokerState, RecordSink, RelayStatus, SinkError};
+
+/// The header that repeats a record's `kind` (docs/events.md, "Log records").
+pub const KIND_HEADER: &str = "kind";
 
 /// How long to wait before retrying when librdkafka's local queue is full.
 const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
@@ -95,15 +101,24 @@ impl RecordSink for KafkaSink {
         for record in &records {
             let key = record.user_id.to_string();
             let mut payload = record.to_json();
+            let mut kind = record.kind.as_str();
+            let stand_in;
             if payload.len() > MAX_RECORD_BYTES {
                 // The relay already caps payloads; a record still too big (a long kind name?)
                 // would fail its delivery and stop the stream, so it goes out undecodable.
-                payload = oversized(record, payload.len()).to_json();
+                stand_in = oversized(record, payload.len());
+                payload = stand_in.to_json();
+                kind = stand_in.kind.as_str();
                 self.status.undecodable();
             }
+            let headers = OwnedHeaders::new().insert(Header {
+                key: KIND_HEADER,
+                value: Some(kind),
+            });
             let mut message = FutureRecord::to(&self.config.topic)
                 .key(&key)
-                .payload(&payload);
+                .payload(&payload)
+                .headers(headers);
             loop {
                 match producer.send_result(message) {
                     Ok(delivery) => {

@@ -1,6 +1,7 @@
 //! The gateway's [`RecordHandler`]: turns each record of an account with devices on this instance
-//! into one push frame and offers it to the hub. Records of other accounts cost a JSON parse and a
-//! map lookup (a Kafka-fed instance sees every account's records).
+//! into one push frame and offers it to the hub. Records of other accounts cost a map lookup (a
+//! Kafka-fed instance sees every account's records; [`RecordHandler::wants`] lets the consumer
+//! pass over them undecoded).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -153,5 +154,17 @@ impl RecordHandler for Fanout {
         for record in records {
             self.deliver(record).await;
         }
+    }
+
+    /// Contact and profile photo changes of anyone update the caches behind every frame here
+    /// ([`Fanout::deliver`]); any other record matters only to an account with devices here.
+    fn wants(&self, user_id: i64, kind: &str) -> bool {
+        let caches = [
+            ContactSaved::KIND,
+            ContactDeleted::KIND,
+            ProfilePhotoChanged::KIND,
+        ];
+        // An invalid id is decoded, to be counted as a bad record where `deliver` reads it.
+        caches.contains(&kind) || UserId::new(user_id).map_or(true, |u| self.hub.has_devices(u))
     }
 }
