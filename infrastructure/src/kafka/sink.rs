@@ -3,6 +3,7 @@
 //! carries its kind in a [`KIND_HEADER`] too, so a consumer can pass over the records it has no
 //! use for without decoding them.
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -100,20 +101,18 @@ impl RecordSink for KafkaSink {
         let mut deliveries = Vec::with_capacity(records.len());
         for record in &records {
             let key = record.user_id.to_string();
+            let mut published = Cow::Borrowed(record);
             let mut payload = record.to_json();
-            let mut kind = record.kind.as_str();
-            let stand_in;
             if payload.len() > MAX_RECORD_BYTES {
                 // The relay already caps payloads; a record still too big (a long kind name?)
                 // would fail its delivery and stop the stream, so it goes out undecodable.
-                stand_in = oversized(record, payload.len());
-                payload = stand_in.to_json();
-                kind = stand_in.kind.as_str();
+                published = Cow::Owned(oversized(record, payload.len()));
+                payload = published.to_json();
                 self.status.undecodable();
             }
             let headers = OwnedHeaders::new().insert(Header {
                 key: KIND_HEADER,
-                value: Some(kind),
+                value: Some(published.kind.as_str()),
             });
             let mut message = FutureRecord::to(&self.config.topic)
                 .key(&key)
