@@ -577,8 +577,9 @@ pub trait WriteTx: Send {
     /// was written: only rolling the whole transaction back undoes it.
     fn undo_to_mark(&mut self) -> bool;
 
-    /// Projects now whatever [`WriteTx::append`] deferred, so a failure of those projections
-    /// shows here (group commit calls it after each send to learn which one failed).
+    /// Writes now whatever [`WriteTx::append`] deferred (the events, their counters and the
+    /// projections held back), so a failure of those writes shows here, not at commit (group
+    /// commit calls it before committing, and after each send to learn which one failed).
     async fn flush(&mut self) -> Result<(), StoreError> {
         Ok(())
     }

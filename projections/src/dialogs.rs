@@ -7,6 +7,8 @@
 
 use domain::events::{DeleteMessages, UserEvent};
 use domain::{Pts, UserId};
+use std::sync::LazyLock;
+
 use sqlx::PgConnection;
 
 use crate::{box_ids, NewMessageAt, ProjectionError};
@@ -170,11 +172,29 @@ pub(crate) async fn new_messages(
         date.push(m.message.date);
         out.push(m.message.out);
     }
-    sqlx::query(
+    static UPSERT_ALONE: LazyLock<String> =
+        LazyLock::new(|| upsert_sql(["$1", "$2", "$3", "$4", "$5"]));
+    sqlx::query(&UPSERT_ALONE)
+        .bind(&owner)
+        .bind(&peer)
+        .bind(&box_id)
+        .bind(&date)
+        .bind(&out)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The upsert of [`new_messages`] over five arrays given as parameters: the owners (bigint[]),
+/// peers (bigint[]), box ids (int[]), dates (int[]) and whether outgoing (bool[]), in that order.
+/// Alone they are `$1`..`$5`; as a `WITH` entry beside `message_boxes`' insert (`crate::inline`)
+/// they are that insert's own parameters.
+pub(crate) fn upsert_sql([owner, peer, box_id, date, out]: [&str; 5]) -> String {
+    format!(
         "INSERT INTO dialogs AS d (user_id, peer_user_id, top_message, top_message_date, unread_count, message_count) \
          SELECT m.owner, m.peer, max(m.box_id), (array_agg(m.date ORDER BY m.box_id DESC))[1], \
                 (count(*) FILTER (WHERE NOT m.out))::int, count(*)::int \
-         FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::int[], $5::bool[]) AS m(owner, peer, box_id, date, out) \
+         FROM unnest({owner}::bigint[], {peer}::bigint[], {box_id}::int[], {date}::int[], {out}::bool[]) AS m(owner, peer, box_id, date, out) \
          GROUP BY m.owner, m.peer \
          ON CONFLICT (user_id, peer_user_id) DO UPDATE SET \
            message_count = d.message_count + EXCLUDED.message_count, \
@@ -182,17 +202,9 @@ pub(crate) async fn new_messages(
            top_message_date = CASE WHEN EXCLUDED.top_message > d.top_message \
                                    THEN EXCLUDED.top_message_date ELSE d.top_message_date END, \
            unread_count = d.unread_count + \
-             (SELECT count(*)::int FROM unnest($1::bigint[], $2::bigint[], $3::int[], $5::bool[]) AS i(owner, peer, box_id, out) \
-              WHERE i.owner = d.user_id AND i.peer = d.peer_user_id AND NOT i.out AND i.box_id > d.read_inbox_max_id)",
+             (SELECT count(*)::int FROM unnest({owner}::bigint[], {peer}::bigint[], {box_id}::int[], {out}::bool[]) AS i(owner, peer, box_id, out) \
+              WHERE i.owner = d.user_id AND i.peer = d.peer_user_id AND NOT i.out AND i.box_id > d.read_inbox_max_id)"
     )
-    .bind(&owner)
-    .bind(&peer)
-    .bind(&box_id)
-    .bind(&date)
-    .bind(&out)
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
 async fn delete_messages(

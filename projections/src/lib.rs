@@ -12,6 +12,7 @@ pub mod dialog_filter_settings;
 pub mod dialog_filters;
 pub mod dialogs;
 pub mod error;
+pub mod inline;
 pub mod message_boxes;
 pub mod notify_settings;
 pub mod online;

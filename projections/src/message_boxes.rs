@@ -3,7 +3,9 @@
 use domain::events::UserEvent;
 use domain::message::OwnerMessage;
 use domain::{Pts, UserId};
-use sqlx::PgConnection;
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
+use sqlx::{PgConnection, Postgres};
 
 use crate::{box_ids, NewMessageAt, ProjectionError};
 
@@ -74,44 +76,59 @@ pub(crate) async fn insert(
     if messages.is_empty() {
         return Ok(());
     }
-    let n = messages.len();
-    let mut c = BoxColumns::with_capacity(n);
+    bind_insert(sqlx::query(INSERT), messages)?
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The insert of [`insert`], its parameters `$1`..`$21` ([`INSERT_PARAMS`]) bound by
+/// [`bind_insert`]; also a `WITH` entry of the write path's commit (`crate::inline`).
+pub(crate) const INSERT: &str =
+    "INSERT INTO message_boxes (owner_user_id, box_id, peer_user_id, message_id, sender_user_id, outgoing, \
+     random_id, date, text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, pts, \
+     media, media_id, media_class, grouped_id) \
+     SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bool[], \
+       $7::bigint[], $8::int[], $9::text[], $10::jsonb[], $11::bool[], $12::bool[], $13::jsonb[], \
+       $14::jsonb[], $15::bool[], $16::int[], $17::int[], $18::jsonb[], $19::bigint[], $20::text[], \
+       $21::bigint[])";
+
+/// How many parameters [`INSERT`] takes.
+pub(crate) const INSERT_PARAMS: usize = 21;
+
+/// The parameters of [`INSERT`] (in the order `$1`..`$21`) for `messages`, bound after those `q`
+/// already has (none: the insert's parameters come first in every statement that holds it). The
+/// columns `dialogs` needs are among them: owner `$1`, box id `$2`, peer `$3`, outgoing `$6`,
+/// date `$8`.
+pub(crate) fn bind_insert<'q>(
+    q: Query<'q, Postgres, PgArguments>,
+    messages: &[NewMessageAt<'q>],
+) -> Result<Query<'q, Postgres, PgArguments>, ProjectionError> {
+    let mut c = BoxColumns::with_capacity(messages.len());
     for m in messages {
         c.push(m)?;
     }
-    sqlx::query(
-        "INSERT INTO message_boxes (owner_user_id, box_id, peer_user_id, message_id, sender_user_id, outgoing, \
-         random_id, date, text, entities, silent, noforwards, reply_to, fwd_from, media_unread, edit_date, pts, \
-         media, media_id, media_class, grouped_id) \
-         SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bool[], \
-           $7::bigint[], $8::int[], $9::text[], $10::jsonb[], $11::bool[], $12::bool[], $13::jsonb[], \
-           $14::jsonb[], $15::bool[], $16::int[], $17::int[], $18::jsonb[], $19::bigint[], $20::text[], \
-           $21::bigint[])",
-    )
-    .bind(c.owner)
-    .bind(c.box_id)
-    .bind(c.peer)
-    .bind(c.message_id)
-    .bind(c.sender)
-    .bind(c.out)
-    .bind(c.random_id)
-    .bind(c.date)
-    .bind(c.text)
-    .bind(c.entities)
-    .bind(c.silent)
-    .bind(c.noforwards)
-    .bind(c.reply_to)
-    .bind(c.fwd_from)
-    .bind(c.media_unread)
-    .bind(c.edit_date)
-    .bind(c.pts)
-    .bind(c.media)
-    .bind(c.media_id)
-    .bind(c.media_class)
-    .bind(c.grouped_id)
-    .execute(conn)
-    .await?;
-    Ok(())
+    Ok(q.bind(c.owner)
+        .bind(c.box_id)
+        .bind(c.peer)
+        .bind(c.message_id)
+        .bind(c.sender)
+        .bind(c.out)
+        .bind(c.random_id)
+        .bind(c.date)
+        .bind(c.text)
+        .bind(c.entities)
+        .bind(c.silent)
+        .bind(c.noforwards)
+        .bind(c.reply_to)
+        .bind(c.fwd_from)
+        .bind(c.media_unread)
+        .bind(c.edit_date)
+        .bind(c.pts)
+        .bind(c.media)
+        .bind(c.media_id)
+        .bind(c.media_class)
+        .bind(c.grouped_id))
 }
 
 /// New boxes column by column, as `unnest` takes them.

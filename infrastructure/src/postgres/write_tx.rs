@@ -5,13 +5,14 @@
 //! on the transaction's connection, so later reads in the same transaction see the event's effect:
 //! at once for most events, while new messages wait and are projected together, with one
 //! statement per table (`projections::apply_new_messages`), before the next read of an owner
-//! with a message waiting, before any other event of such an owner is projected, and at commit (a
-//! batch of sends writes its boxes and dialogs in two statements, not four per send). The events
-//! themselves are buffered and, with the counters, written at commit in one statement. Dropping
-//! the transaction without committing rolls everything back.
+//! with a message waiting and before any other event of such an owner is projected. The events
+//! themselves are buffered and written with the counters by `flush` or at commit, in one
+//! statement that also projects the new messages still waiting (`projections::inline`): a batch
+//! of sends writes its boxes, dialogs, counters and events in one round trip. Dropping the
+//! transaction without committing rolls everything back.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use application::ports::{
     DialogRecord, Origin, PreflightKey, ReadProgress, SendChecks, SendPreflight, StoreError,
@@ -32,11 +33,12 @@ use crate::postgres::rows::{
     self, dialog, owner_message, BOX_COLUMNS, DIALOG_COLUMNS, EVENT_COLUMNS,
 };
 
-/// One locked account's counters: as locked, and as advanced by this transaction.
+/// One locked account's counters: as last written to `user_sequences` (when locked, or by the
+/// last `write_out`), and as advanced by this transaction.
 #[derive(Debug, Clone, Copy)]
 struct Counters {
-    locked_pts: i32,
-    locked_box_id: i32,
+    stored_pts: i32,
+    stored_box_id: i32,
     pts: i32,
     box_id: i32,
 }
@@ -60,7 +62,10 @@ pub struct PgWriteTx {
     /// The ids `lock_users` was asked for (None before it ran).
     requested: Option<HashSet<UserId>>,
     counters: HashMap<UserId, Counters>,
+    /// Appended and not yet written (`write_out`).
     events: Vec<PendingEvent>,
+    /// How many events this transaction appended in all (written or not).
+    appended: usize,
     /// New messages appended but not yet projected (see the module's documentation).
     unprojected: Vec<(UserId, Pts, UserEvent)>,
     /// A message id `send_preflight` fetched with its reads, for the send's `next_message_id`.
@@ -112,7 +117,7 @@ impl Preflight {
 #[derive(Debug)]
 struct Mark {
     counters: HashMap<UserId, Counters>,
-    events: usize,
+    appended: usize,
 }
 
 impl PgWriteTx {
@@ -164,6 +169,7 @@ impl PgWriteTx {
             requested: None,
             counters: HashMap::new(),
             events: Vec::new(),
+            appended: 0,
             unprojected: Vec::new(),
             prefetched_message_id: None,
             prefetched_preflights: HashMap::new(),
@@ -179,23 +185,82 @@ impl PgWriteTx {
         self
     }
 
+    /// Writes what is pending in one statement (a data-modifying CTE): the new messages'
+    /// projections, the counters changed since they were last written and the buffered events.
+    /// A send batch thus writes all of its sends in one round trip, at its flush before COMMIT.
+    async fn write_out(&mut self) -> Result<(), StoreError> {
+        if !projections::inline::fits(&new_messages_run(&self.unprojected)) {
+            self.project_new_messages().await?;
+        }
+        // What is left to project (all of it or nothing) goes into this statement.
+        let run = new_messages_run(&self.unprojected);
+        let changed: Vec<(&UserId, &Counters)> = self
+            .counters
+            .iter()
+            .filter(|(_, c)| c.pts != c.stored_pts || c.box_id != c.stored_box_id)
+            .collect();
+        if changed.is_empty() && self.events.is_empty() && run.is_empty() {
+            return Ok(());
+        }
+        let users: Vec<i64> = changed.iter().map(|(u, _)| u.get()).collect();
+        let seq_pts: Vec<i32> = changed.iter().map(|(_, c)| c.pts).collect();
+        let box_ids: Vec<i32> = changed.iter().map(|(_, c)| c.box_id).collect();
+        let n = self.events.len();
+        let mut user_ids = Vec::with_capacity(n);
+        let mut pts = Vec::with_capacity(n);
+        let mut counts = Vec::with_capacity(n);
+        let mut kinds = Vec::with_capacity(n);
+        let mut versions = Vec::with_capacity(n);
+        let mut payloads = Vec::with_capacity(n);
+        let mut auth_key_ids = Vec::with_capacity(n);
+        let mut session_ids = Vec::with_capacity(n);
+        for e in &self.events {
+            user_ids.push(e.user_id);
+            pts.push(e.pts);
+            counts.push(e.pts_count);
+            kinds.push(e.kind);
+            versions.push(e.version);
+            payloads.push(e.payload.as_str());
+            auth_key_ids.push(e.auth_key_id);
+            session_ids.push(e.session_id);
+        }
+        let q = if run.is_empty() {
+            sqlx::query(write_out_sql(false))
+        } else {
+            // The batch's boxes and dialogs in the same statement: one round trip, not three.
+            projections::inline::bind_new_messages(sqlx::query(write_out_sql(true)), &run)
+                .map_err(projection_error)?
+        };
+        q.bind(&users)
+            .bind(&seq_pts)
+            .bind(&box_ids)
+            .bind(&user_ids)
+            .bind(&pts)
+            .bind(&counts)
+            .bind(&kinds)
+            .bind(&versions)
+            .bind(&payloads)
+            .bind(&auth_key_ids)
+            .bind(&session_ids)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(db_error)?;
+        drop(run);
+        self.unprojected.clear();
+        self.events.clear();
+        for c in self.counters.values_mut() {
+            c.stored_pts = c.pts;
+            c.stored_box_id = c.box_id;
+        }
+        Ok(())
+    }
+
     /// Projects the new messages appended since the last flush, one statement per table.
     async fn project_new_messages(&mut self) -> Result<(), StoreError> {
         if self.unprojected.is_empty() {
             return Ok(());
         }
-        let run: Vec<projections::NewMessageAt<'_>> = self
-            .unprojected
-            .iter()
-            .filter_map(|(owner, pts, event)| match event {
-                UserEvent::NewMessage(e) => Some(projections::NewMessageAt {
-                    owner: *owner,
-                    pts: *pts,
-                    message: &e.message,
-                }),
-                _ => None,
-            })
-            .collect();
+        let run = new_messages_run(&self.unprojected);
         projections::apply_new_messages(&mut self.tx, &projections::Projection::ALL, &run)
             .await
             .map_err(projection_error)?;
@@ -244,8 +309,8 @@ impl PgWriteTx {
             self.counters.insert(
                 user,
                 Counters {
-                    locked_pts: pts,
-                    locked_box_id: box_id,
+                    stored_pts: pts,
+                    stored_box_id: box_id,
                     pts,
                     box_id,
                 },
@@ -724,6 +789,7 @@ impl WriteTx for PgWriteTx {
                 .map_err(projection_error)?;
         }
         self.counters(owner)?.pts = next;
+        self.appended += 1;
         self.events.push(PendingEvent {
             user_id: owner.get(),
             pts: next,
@@ -751,13 +817,13 @@ impl WriteTx for PgWriteTx {
     fn mark(&mut self) {
         self.mark = Some(Mark {
             counters: self.counters.clone(),
-            events: self.events.len(),
+            appended: self.appended,
         });
     }
 
     fn undo_to_mark(&mut self) -> bool {
         match self.mark.take() {
-            Some(mark) if mark.events == self.events.len() => {
+            Some(mark) if mark.appended == self.appended => {
                 // A box id taken in memory by the failed send is given back, so boxes stay dense.
                 self.counters = mark.counters;
                 // A message id fetched for the failed send stays unused (ids only need to be
@@ -774,69 +840,13 @@ impl WriteTx for PgWriteTx {
     }
 
     async fn flush(&mut self) -> Result<(), StoreError> {
-        self.project_new_messages().await
+        self.write_out().await
     }
 
-    /// The new messages' projections, the counters and the buffered events (one statement, a
-    /// data-modifying CTE), then COMMIT.
+    /// Whatever is still pending (see `write_out`), then COMMIT.
     async fn commit(self: Box<Self>) -> Result<(), StoreError> {
         let mut this = *self;
-        this.project_new_messages().await?;
-        let changed: Vec<(&UserId, &Counters)> = this
-            .counters
-            .iter()
-            .filter(|(_, c)| c.pts != c.locked_pts || c.box_id != c.locked_box_id)
-            .collect();
-        let users: Vec<i64> = changed.iter().map(|(u, _)| u.get()).collect();
-        let seq_pts: Vec<i32> = changed.iter().map(|(_, c)| c.pts).collect();
-        let box_ids: Vec<i32> = changed.iter().map(|(_, c)| c.box_id).collect();
-        let events = std::mem::take(&mut this.events);
-        if !users.is_empty() || !events.is_empty() {
-            let mut user_ids = Vec::with_capacity(events.len());
-            let mut pts = Vec::with_capacity(events.len());
-            let mut counts = Vec::with_capacity(events.len());
-            let mut kinds = Vec::with_capacity(events.len());
-            let mut versions = Vec::with_capacity(events.len());
-            let mut payloads = Vec::with_capacity(events.len());
-            let mut auth_key_ids = Vec::with_capacity(events.len());
-            let mut session_ids = Vec::with_capacity(events.len());
-            for e in events {
-                user_ids.push(e.user_id);
-                pts.push(e.pts);
-                counts.push(e.pts_count);
-                kinds.push(e.kind);
-                versions.push(e.version);
-                payloads.push(e.payload);
-                auth_key_ids.push(e.auth_key_id);
-                session_ids.push(e.session_id);
-            }
-            // Every part of a data-modifying WITH runs, referenced or not; empty arrays are no-ops.
-            sqlx::query(
-                "WITH counters AS ( \
-                   UPDATE user_sequences s SET pts = v.pts, box_id = v.box_id \
-                   FROM unnest($1::bigint[], $2::int[], $3::int[]) AS v(user_id, pts, box_id) \
-                   WHERE s.user_id = v.user_id) \
-                 INSERT INTO user_update_events \
-                   (user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id) \
-                 SELECT u, p, c, k, v, t::json, a, s \
-                 FROM unnest($4::bigint[], $5::int[], $6::int[], $7::text[], $8::smallint[], \
-                             $9::text[], $10::bigint[], $11::bigint[]) AS e(u, p, c, k, v, t, a, s)",
-            )
-            .bind(&users)
-            .bind(&seq_pts)
-            .bind(&box_ids)
-            .bind(&user_ids)
-            .bind(&pts)
-            .bind(&counts)
-            .bind(&kinds)
-            .bind(&versions)
-            .bind(&payloads)
-            .bind(&auth_key_ids)
-            .bind(&session_ids)
-            .execute(&mut *this.tx)
-            .await
-            .map_err(db_error)?;
-        }
+        this.write_out().await?;
         this.tx.commit().await.map_err(db_error)?;
         if let Some((freshness, primary)) = &this.noting {
             // The accounts it locked: every account it appended events for, each caller among them.
@@ -850,5 +860,65 @@ impl WriteTx for PgWriteTx {
             }
         }
         Ok(())
+    }
+}
+
+/// The new messages waiting to be projected, as the projectors take them.
+fn new_messages_run(
+    unprojected: &[(UserId, Pts, UserEvent)],
+) -> Vec<projections::NewMessageAt<'_>> {
+    unprojected
+        .iter()
+        .filter_map(|(owner, pts, event)| match event {
+            UserEvent::NewMessage(e) => Some(projections::NewMessageAt {
+                owner: *owner,
+                pts: *pts,
+                message: &e.message,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `write_out`'s statement: the counters and the events (`with_messages`: after the new messages'
+/// boxes and dialogs, whose parameters come first). Every part of a data-modifying WITH runs,
+/// referenced or not; empty arrays are no-ops.
+fn write_out_sql(with_messages: bool) -> &'static str {
+    fn sql(first: usize, with: &str) -> String {
+        let p = |i: usize| format!("${}", first + i);
+        format!(
+            "WITH {with}counters AS ( \
+               UPDATE user_sequences s SET pts = v.pts, box_id = v.box_id \
+               FROM unnest({}::bigint[], {}::int[], {}::int[]) AS v(user_id, pts, box_id) \
+               WHERE s.user_id = v.user_id) \
+             INSERT INTO user_update_events \
+               (user_id, pts, pts_count, kind, payload_version, payload, auth_key_id, session_id) \
+             SELECT u, p, c, k, v, t::json, a, s \
+             FROM unnest({}::bigint[], {}::int[], {}::int[], {}::text[], {}::smallint[], \
+                         {}::text[], {}::bigint[], {}::bigint[]) AS e(u, p, c, k, v, t, a, s)",
+            p(0),
+            p(1),
+            p(2),
+            p(3),
+            p(4),
+            p(5),
+            p(6),
+            p(7),
+            p(8),
+            p(9),
+            p(10)
+        )
+    }
+    static ALONE: LazyLock<String> = LazyLock::new(|| sql(1, ""));
+    static WITH_MESSAGES: LazyLock<String> = LazyLock::new(|| {
+        sql(
+            projections::inline::NEW_MESSAGES_PARAMS + 1,
+            &format!("{}, ", projections::inline::new_messages_with()),
+        )
+    });
+    if with_messages {
+        &WITH_MESSAGES
+    } else {
+        &ALONE
     }
 }
