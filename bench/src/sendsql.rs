@@ -1,6 +1,6 @@
 //! The SQL one `messages.sendMessage` between two accounts runs, statement by statement, as a
 //! pgbench script. Keep in step with `infrastructure/src/postgres/write_tx.rs` (lock_users,
-//! send_preflight, commit) and `projections/src/{message_boxes,dialogs}.rs` (the
+//! send_preflight, write_out) and `projections/src/{message_boxes,dialogs}.rs` (the
 //! inline projectors): the bench's baseline is only meaningful while the two do the same work.
 //!
 //! Values the application computes in Rust (the next pts and box ids from the locked counters, the

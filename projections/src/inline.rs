@@ -32,10 +32,11 @@ pub fn new_messages_with() -> &'static str {
 /// How many parameters [`new_messages_with`] takes: the caller's own start after them.
 pub const NEW_MESSAGES_PARAMS: usize = message_boxes::INSERT_PARAMS;
 
-/// Whether `run` fits in one statement; a longer one is projected by
-/// [`crate::apply_new_messages`], in statements of at most [`MAX_NEW_MESSAGES_PER_STATEMENT`].
-pub fn fits(run: &[NewMessageAt<'_>]) -> bool {
-    !run.is_empty() && run.len() <= MAX_NEW_MESSAGES_PER_STATEMENT
+/// Whether a run of `messages` new messages fits in one statement (and has any); a longer one
+/// is projected by [`crate::apply_new_messages`], in statements of at most
+/// [`MAX_NEW_MESSAGES_PER_STATEMENT`].
+pub fn fits(messages: usize) -> bool {
+    messages > 0 && messages <= MAX_NEW_MESSAGES_PER_STATEMENT
 }
 
 /// Binds the parameters of [`new_messages_with`] for `run` to `q`, which must have none yet.

@@ -189,7 +189,7 @@ impl PgWriteTx {
     /// projections, the counters changed since they were last written and the buffered events.
     /// A send batch thus writes all of its sends in one round trip, at its flush before COMMIT.
     async fn write_out(&mut self) -> Result<(), StoreError> {
-        if !projections::inline::fits(&new_messages_run(&self.unprojected)) {
+        if !projections::inline::fits(self.unprojected.len()) {
             self.project_new_messages().await?;
         }
         // What is left to project (all of it or nothing) goes into this statement.
