@@ -19,6 +19,7 @@ pub mod runner;
 pub mod sendsql;
 pub mod setup;
 pub mod stats;
+pub mod wal;
 pub mod workload;
 
 use std::collections::BTreeMap;
@@ -412,6 +413,9 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
     let date = i32::try_from(chrono::Utc::now().timestamp()).unwrap_or(i32::MAX);
     std::fs::write(&script_path, pgbench::script(ctx.opts.users, date))?;
 
+    // The WAL of earlier runs and of the set-up, recycled for the closed loops (see `wal`).
+    wal::checkpoint(&main.pool, "the closed-loop phases").await;
+
     // Warm up: connections, prepared statements, caches.
     {
         let w = main.work.clone();
@@ -583,6 +587,8 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
     // Open loop at half the maximum in-process rate (or the rate asked): sends only, then the
     // mixed workload.
     let (rate, of_max) = open_loop_rate(ctx.opts.open_loop_rate, max_inproc);
+    // The WAL the closed loops wrote, recycled for the open loops (a long-running server's state).
+    wal::checkpoint(&main.pool, "the open-loop phases").await;
     {
         let since = chrono::Utc::now();
         let w = main.work.clone();
@@ -597,12 +603,15 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
         warm_up(&streams).await;
         let t = Instant::now();
         let before = batch_count(&main.app);
+        let wal_before = wal::segment_files(&main.pool).await;
         let out = open_loop(streams, duration).await;
+        let wal_created = wal::created(wal_before, wal::segment_files(&main.pool).await);
         let mut phase = Phase::new(
             "send_open_loop",
             "send_open_loop",
             json!({"rate_per_s": stats::round1(rate), "of_max": of_max,
-                   "batching": batching_between(before, batch_count(&main.app))}),
+                   "batching": batching_between(before, batch_count(&main.app)),
+                   "wal_segments_created": wal_created}),
         );
         phase.ops = out.into_iter().collect();
         phase.wall_s = stats::round1(t.elapsed().as_secs_f64());
@@ -616,12 +625,15 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
         warm_up(&streams).await;
         let t = Instant::now();
         let before = batch_count(&main.app);
+        let wal_before = wal::segment_files(&main.pool).await;
         let out = open_loop(streams, duration).await;
+        let wal_created = wal::created(wal_before, wal::segment_files(&main.pool).await);
         let mut phase = Phase::new(
             "latency_half_max",
             "latency",
             json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max, "read_probes_per_s": stats::round1(probe_rate(rate)),
-                   "batching": batching_between(before, batch_count(&main.app))}),
+                   "batching": batching_between(before, batch_count(&main.app)),
+                   "wal_segments_created": wal_created}),
         );
         phase.note = Some(format!("open loop; sends at {:.0}% of the maximum, getDifference and getHistory as light probes (the latency targets)", of_max * 100.0));
         phase.ops = out.into_iter().collect();
@@ -636,12 +648,15 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
         warm_up(&streams).await;
         let t = Instant::now();
         let before = batch_count(&main.app);
+        let wal_before = wal::segment_files(&main.pool).await;
         let out = open_loop(streams, duration).await;
+        let wal_created = wal::created(wal_before, wal::segment_files(&main.pool).await);
         let mut phase = Phase::new(
             "mixed",
             "mixed",
             json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max,
-                   "batching": batching_between(before, batch_count(&main.app))}),
+                   "batching": batching_between(before, batch_count(&main.app)),
+                   "wal_segments_created": wal_created}),
         );
         phase.note = Some("open loop; getDifference and getHistory at 1/5 of the send rate, readHistory 1/10, getDialogs 1/20, editMessage and deleteMessages 1/50".into());
         phase.ops = out.into_iter().collect();

@@ -214,8 +214,6 @@ pub async fn vacuum_analyze(pool: &PgPool) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("VACUUM {t}"))?;
     }
-    if let Err(e) = sqlx::query("CHECKPOINT").execute(pool).await {
-        eprintln!("warning: CHECKPOINT after the load failed ({e}); the scale phase may share the disk with it");
-    }
+    crate::wal::checkpoint(pool, "the phases on the loaded log").await;
     Ok(())
 }

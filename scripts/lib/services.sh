@@ -366,6 +366,10 @@ max_wal_senders = 64
 max_replication_slots = 64
 fsync = on
 synchronous_commit = on
+# Checkpoints keep up to 1 GB of old WAL segments to reuse instead of deleting them: Postgres
+# zero-fills and fsyncs each new 16 MB segment while every commit waits (docs/operations.md).
+min_wal_size = 1GB
+max_wal_size = 2GB
 full_page_writes = on
 timezone = 'UTC'
 log_timezone = 'UTC'
