@@ -22,9 +22,11 @@ const DIALOG_COLUMNS: &str =
     "peer_user_id, folder_id, top_message, top_message_date, read_inbox_max_id, read_outbox_max_id, unread_count, unread_mark";
 
 pub async fn explain_hot_paths(pool: &PgPool) -> anyhow::Result<Vec<Plan>> {
-    // The busiest chat: its owner and peer.
+    // The busiest chat between two accounts: its owner and peer. Not a Saved Messages chat (owner
+    // = peer), where the send statements below would append the same pts twice (a duplicate key).
     let row = sqlx::query(
-        "SELECT user_id, peer_user_id, top_message FROM dialogs ORDER BY top_message DESC LIMIT 1",
+        "SELECT user_id, peer_user_id, top_message FROM dialogs WHERE user_id <> peer_user_id \
+         ORDER BY top_message DESC LIMIT 1",
     )
     .fetch_optional(pool)
     .await?;
