@@ -3,10 +3,11 @@
 //! Postgres writes a new 16 MB WAL segment full of zeros and fsyncs it while holding the lock
 //! every commit's flush takes (`WALWriteLock`), so while a server creates segments, instead of
 //! reusing the ones its checkpoints recycle, every write waits for that file every few seconds
-//! (27–38 ms each time on this disk at 1,000 sends/s; docs/performance.md, "WAL segments"). A
-//! server that has run for a while reuses recycled segments (as many as `min_wal_size` keeps); a
-//! fresh bench database on a fresh instance would measure the first gigabyte's creation instead.
-//! So the bench checkpoints before its open-loop phases, and reports the segments each created.
+//! (27–38 ms each time at 1,000 sends/s on a bench machine's disk with a build beside it;
+//! docs/performance.md, "WAL segments"). A server that has run for a while reuses recycled
+//! segments (at least as many as `min_wal_size` keeps); a fresh instance would measure its first
+//! gigabyte's creation instead. So the bench checkpoints before its closed loops and again before
+//! its open loops, and reports the segments each open-loop phase created.
 
 use sqlx::PgPool;
 
