@@ -600,21 +600,17 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
                 w.send(&f, s, r).await
             }
         })];
-        warm_up(&streams).await;
-        let t = Instant::now();
-        let before = batch_count(&main.app);
-        let wal_before = wal::segment_files(&main.pool).await;
-        let out = open_loop(streams, duration).await;
-        let wal_created = wal::created(wal_before, wal::segment_files(&main.pool).await);
-        let mut phase = Phase::new(
-            "send_open_loop",
-            "send_open_loop",
-            json!({"rate_per_s": stats::round1(rate), "of_max": of_max,
-                   "batching": batching_between(before, batch_count(&main.app)),
-                   "wal_segments_created": wal_created}),
-        );
-        phase.ops = out.into_iter().collect();
-        phase.wall_s = stats::round1(t.elapsed().as_secs_f64());
+        let phase = open_loop_phase(
+            main,
+            Phase::new(
+                "send_open_loop",
+                "send_open_loop",
+                json!({"rate_per_s": stats::round1(rate), "of_max": of_max}),
+            ),
+            streams,
+            duration,
+        )
+        .await;
         ctx.push(phase);
         let checks = main.check("send_open_loop", since).await?;
         ctx.checks(checks);
@@ -622,22 +618,18 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
     {
         let since = chrono::Utc::now();
         let streams = mixed_streams(main, rate, MixedShape::Probe).await?;
-        warm_up(&streams).await;
-        let t = Instant::now();
-        let before = batch_count(&main.app);
-        let wal_before = wal::segment_files(&main.pool).await;
-        let out = open_loop(streams, duration).await;
-        let wal_created = wal::created(wal_before, wal::segment_files(&main.pool).await);
-        let mut phase = Phase::new(
-            "latency_half_max",
-            "latency",
-            json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max, "read_probes_per_s": stats::round1(probe_rate(rate)),
-                   "batching": batching_between(before, batch_count(&main.app)),
-                   "wal_segments_created": wal_created}),
-        );
+        let mut phase = open_loop_phase(
+            main,
+            Phase::new(
+                "latency_half_max",
+                "latency",
+                json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max, "read_probes_per_s": stats::round1(probe_rate(rate))}),
+            ),
+            streams,
+            duration,
+        )
+        .await;
         phase.note = Some(format!("open loop; sends at {:.0}% of the maximum, getDifference and getHistory as light probes (the latency targets)", of_max * 100.0));
-        phase.ops = out.into_iter().collect();
-        phase.wall_s = stats::round1(t.elapsed().as_secs_f64());
         ctx.push(phase);
         let checks = main.check("latency_half_max", since).await?;
         ctx.checks(checks);
@@ -645,22 +637,18 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
     {
         let since = chrono::Utc::now();
         let streams = mixed_streams(main, rate, MixedShape::Full).await?;
-        warm_up(&streams).await;
-        let t = Instant::now();
-        let before = batch_count(&main.app);
-        let wal_before = wal::segment_files(&main.pool).await;
-        let out = open_loop(streams, duration).await;
-        let wal_created = wal::created(wal_before, wal::segment_files(&main.pool).await);
-        let mut phase = Phase::new(
-            "mixed",
-            "mixed",
-            json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max,
-                   "batching": batching_between(before, batch_count(&main.app)),
-                   "wal_segments_created": wal_created}),
-        );
+        let mut phase = open_loop_phase(
+            main,
+            Phase::new(
+                "mixed",
+                "mixed",
+                json!({"send_rate_per_s": stats::round1(rate), "of_max": of_max}),
+            ),
+            streams,
+            duration,
+        )
+        .await;
         phase.note = Some("open loop; getDifference and getHistory at 1/5 of the send rate, readHistory 1/10, getDialogs 1/20, editMessage and deleteMessages 1/50".into());
-        phase.ops = out.into_iter().collect();
-        phase.wall_s = stats::round1(t.elapsed().as_secs_f64());
         ctx.push(phase);
         let checks = main.check("mixed", since).await?;
         ctx.checks(checks);
@@ -699,6 +687,34 @@ async fn run_phases(ctx: &mut Ctx, main: &Db, ts: &str) -> anyhow::Result<()> {
         r?;
     }
     Ok(())
+}
+
+/// Runs an open-loop phase's streams (after their warm-up) into `phase`: its ops, its wall time,
+/// and in its params the batching and the WAL segments created while it was measured.
+async fn open_loop_phase(
+    main: &Db,
+    mut phase: Phase,
+    streams: Vec<Stream>,
+    duration: Duration,
+) -> Phase {
+    warm_up(&streams).await;
+    let t = Instant::now();
+    let before = batch_count(&main.app);
+    let wal_before = wal::segment_files(&main.pool).await;
+    let out = open_loop(streams, duration).await;
+    phase.wall_s = stats::round1(t.elapsed().as_secs_f64());
+    phase.ops = out.into_iter().collect();
+    if let Some(params) = phase.params.as_object_mut() {
+        params.insert(
+            "batching".into(),
+            batching_between(before, batch_count(&main.app)),
+        );
+        params.insert(
+            "wal_segments_created".into(),
+            wal::created(wal_before, wal::segment_files(&main.pool).await),
+        );
+    }
+    phase
 }
 
 /// What group commit did between two readings: batches, their mean size, and the sends it ran
